@@ -1,0 +1,26 @@
+"""The `gradlab` command line: thin Typer commands over the library.
+
+Heavy imports (TensorFlow, pandas, matplotlib) happen inside the commands that need them, so
+`gradlab --help`, `gradlab list` and `gradlab table` start fast and never import TensorFlow.
+"""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(
+    name="gradlab",
+    help=(
+        "Measure, don't guess, what a gradient trick does to training: MuZero's scale_gradient "
+        "and its look-alikes (clipnorm, MaxNorm, stop_gradient, ...) swept over seeds.\n\n"
+        "Main job: gradlab sweep ablation=hidden_scale"
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+# Commands are registered from their own modules below (one module per concern).
+from cli import explain as _explain  # noqa: E402
+
+app.command("explain")(_explain.explain)
