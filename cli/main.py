@@ -20,6 +20,12 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+
+@app.callback()
+def _root() -> None:
+    """Measure, don't guess, what a gradient trick does to training."""
+
+
 # Commands are registered from their own modules below (one module per concern).
 from cli import explain as _explain  # noqa: E402
 

@@ -114,7 +114,8 @@ class ParamSpec:
         rng = f"{'>=' if self.minimum_inclusive else '>'} {self.minimum:g}"
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ConfigError(
-                f"variant {variant!r}: {self.name}={value!r} is not a number; expected a float {rng}"
+                f"variant {variant!r}: {self.name}={value!r} is not a number; "
+                f"expected a float {rng}"
             )
         value = float(value)
         ok = value >= self.minimum if self.minimum_inclusive else value > self.minimum
@@ -174,9 +175,7 @@ class VariantSpec:
                 raise ConfigError(
                     f"variant {self.name!r} has no parameter {key!r}; its parameters: {valid}"
                 )
-        bound = {
-            p.name: p.check(self.name, params.get(p.name, p.default)) for p in self.params
-        }
+        bound = {p.name: p.check(self.name, params.get(p.name, p.default)) for p in self.params}
         hidden, opt_kwargs, constraint = self._build(**bound)
         return Variant(
             name=self.name,
@@ -284,7 +283,7 @@ def make_variant(name: str, **params: Any) -> Variant:
 # Placements
 
 PlacementFn = Callable[[tf.Tensor, HiddenFn, int], tf.Tensor]
-"""``(h [B, H], transform, step) -> h [B, H]``; ``step`` is the 1-based index of the dynamics call."""
+"""``(h [B, H], transform, step) -> h [B, H]``; ``step``: 1-based index of the dynamics call."""
 
 
 def _untouched(h: tf.Tensor, transform: HiddenFn, step: int) -> tf.Tensor:
