@@ -1,0 +1,216 @@
+"""Typed, frozen configuration of the MuZero job, validated on construction.
+
+The Hydra YAML ``conf/muzero/default.yaml`` mirrors :class:`MuZeroConfig` field for field (the
+network settings nested under ``network:``). :meth:`MuZeroConfig.from_dict` turns such a mapping
+(e.g. ``OmegaConf.to_container(cfg.muzero)``) into the dataclasses, lists into tuples.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from experiments.errors import ConfigError, unknown_choice
+
+__all__ = [
+    "LOSS_SCALES",
+    "NORMALISATIONS",
+    "OPTIMIZERS",
+    "SUPPORTS",
+    "MuZeroConfig",
+    "NetworkConfig",
+]
+
+NORMALISATIONS = ("minmax", "none", "tanh", "layernorm")
+"""Hidden-state normalisations: per-sample min-max to [0, 1] (the paper), none, tanh, LayerNorm."""
+SUPPORTS = ("categorical", "scalar")
+"""Value/reward heads: categorical over h(x) with two-hot targets, or a scalar with MSE."""
+LOSS_SCALES = ("pseudocode", "none", "remaining")
+"""Weight of unroll steps k >= 1: 1/K, 1, or 1/min(K, steps left in the episode)."""
+OPTIMIZERS = ("adam", "sgd")
+
+
+def _positive_int(owner: str, name: str, value: Any, minimum: int = 1) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"{owner}.{name}={value!r} is invalid; expected an integer >= {minimum}")
+
+
+def _float_in(owner: str, name: str, value: Any, lo: float, hi: float, *, lo_open: bool) -> None:
+    ok = not isinstance(value, bool) and isinstance(value, int | float)
+    if ok:
+        ok = (value > lo if lo_open else value >= lo) and value <= hi
+    if not ok:
+        bracket = "(" if lo_open else "["
+        raise ConfigError(
+            f"{owner}.{name}={value!r} is invalid; expected a number in {bracket}{lo:g}, {hi:g}]"
+        )
+
+
+def _choice(kind: str, value: Any, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise unknown_choice(kind, value, choices)
+
+
+@dataclasses.dataclass(frozen=True)
+class NetworkConfig:
+    """Sizes and options of the three MLP networks.
+
+    Attributes:
+      hidden_size: H, the size of the hidden state.
+      width: units of each hidden Dense layer.
+      depth: hidden Dense layers per network trunk (0 = linear).
+      normalisation: one of :data:`NORMALISATIONS`, applied to every hidden state.
+      support: one of :data:`SUPPORTS`.
+      value_support_size: S; the categorical value head has 2S+1 bins over h(value) in [-S, S].
+      reward_support_size: likewise for the reward head.
+    """
+
+    hidden_size: int = 32
+    width: int = 64
+    depth: int = 1
+    normalisation: str = "minmax"
+    support: str = "categorical"
+    value_support_size: int = 5
+    reward_support_size: int = 2
+
+    def __post_init__(self) -> None:
+        _positive_int("network", "hidden_size", self.hidden_size)
+        _positive_int("network", "width", self.width)
+        _positive_int("network", "depth", self.depth, minimum=0)
+        _choice("normalisation", self.normalisation, NORMALISATIONS)
+        _choice("support", self.support, SUPPORTS)
+        _positive_int("network", "value_support_size", self.value_support_size)
+        _positive_int("network", "reward_support_size", self.reward_support_size)
+
+
+@dataclasses.dataclass(frozen=True)
+class MuZeroConfig:
+    """Everything the MuZero job needs besides the task, variant, placement and seed.
+
+    Attributes:
+      network: the networks' settings.
+      training_steps: learner updates in the default budget.
+      num_envs: parallel self-play environments (one batched search over all of them).
+      selfplay_steps: batched environment steps (num_envs transitions each) per learner update.
+      warmup_steps: batched environment steps taken before the first update.
+      num_simulations: MCTS simulations per move.
+      discount: gamma.
+      dirichlet_alpha: root noise concentration.
+      dirichlet_fraction: root noise weight (0.25 in the paper).
+      pb_c_base: c2 of pUCT.
+      pb_c_init: c1 of pUCT.
+      temperature_schedule: ``((from_step, temperature), ...)``, visit-count softmax temperature
+        from each training step on.
+      unroll_steps: K.
+      td_steps: n of the n-step value target.
+      batch_size: positions per update.
+      replay_capacity: positions kept in the replay buffer.
+      optimizer: one of :data:`OPTIMIZERS`.
+      learning_rate: initial learning rate.
+      lr_decay_rate: exponential decay factor reached every ``lr_decay_steps`` updates.
+      lr_decay_steps: see above.
+      momentum: SGD momentum (unused by Adam).
+      weight_decay: L2 coefficient c in ``c * sum(w**2) / 2`` over all weights.
+      value_loss_weight: factor of the value loss (the paper uses 0.25 with Reanalyse).
+      loss_scale: one of :data:`LOSS_SCALES`.
+      eval_every: updates between evaluations (also at the last update).
+      eval_episodes: evaluation episodes (run as one batch).
+      jit_compile: compile the train step with XLA.
+    """
+
+    network: NetworkConfig = dataclasses.field(default_factory=NetworkConfig)
+    training_steps: int = 1500
+    num_envs: int = 16
+    selfplay_steps: int = 1
+    warmup_steps: int = 10
+    num_simulations: int = 8
+    discount: float = 0.997
+    dirichlet_alpha: float = 0.25
+    dirichlet_fraction: float = 0.25
+    pb_c_base: float = 19652.0
+    pb_c_init: float = 1.25
+    temperature_schedule: tuple[tuple[int, float], ...] = ((0, 1.0), (750, 0.5), (1200, 0.25))
+    unroll_steps: int = 5
+    td_steps: int = 10
+    batch_size: int = 128
+    replay_capacity: int = 20000
+    optimizer: str = "adam"
+    learning_rate: float = 3e-3
+    lr_decay_rate: float = 0.1
+    lr_decay_steps: int = 10000
+    momentum: float = 0.9
+    weight_decay: float = 1e-4
+    value_loss_weight: float = 1.0
+    loss_scale: str = "pseudocode"
+    eval_every: int = 100
+    eval_episodes: int = 32
+    jit_compile: bool = True
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.network, NetworkConfig):
+            raise ConfigError(f"muzero.network={self.network!r} is not a NetworkConfig")
+        for name in ("training_steps", "num_envs", "selfplay_steps", "num_simulations"):
+            _positive_int("muzero", name, getattr(self, name))
+        for name in ("unroll_steps", "td_steps", "batch_size", "replay_capacity"):
+            _positive_int("muzero", name, getattr(self, name))
+        for name in ("lr_decay_steps", "eval_every", "eval_episodes"):
+            _positive_int("muzero", name, getattr(self, name))
+        _positive_int("muzero", "warmup_steps", self.warmup_steps, minimum=0)
+        _float_in("muzero", "discount", self.discount, 0.0, 1.0, lo_open=True)
+        _float_in("muzero", "dirichlet_alpha", self.dirichlet_alpha, 0.0, 1e9, lo_open=True)
+        _float_in("muzero", "dirichlet_fraction", self.dirichlet_fraction, 0.0, 1.0, lo_open=False)
+        _float_in("muzero", "pb_c_base", self.pb_c_base, 0.0, 1e12, lo_open=True)
+        _float_in("muzero", "pb_c_init", self.pb_c_init, 0.0, 1e12, lo_open=False)
+        _float_in("muzero", "learning_rate", self.learning_rate, 0.0, 1e3, lo_open=True)
+        _float_in("muzero", "lr_decay_rate", self.lr_decay_rate, 0.0, 1.0, lo_open=True)
+        _float_in("muzero", "momentum", self.momentum, 0.0, 1.0, lo_open=False)
+        _float_in("muzero", "weight_decay", self.weight_decay, 0.0, 1e3, lo_open=False)
+        _float_in("muzero", "value_loss_weight", self.value_loss_weight, 0.0, 1e3, lo_open=True)
+        _choice("optimizer", self.optimizer, OPTIMIZERS)
+        _choice("loss_scale", self.loss_scale, LOSS_SCALES)
+        if self.replay_capacity < self.batch_size:
+            raise ConfigError(
+                f"muzero.replay_capacity={self.replay_capacity} is smaller than "
+                f"muzero.batch_size={self.batch_size}; expected capacity >= batch size"
+            )
+        schedule = self.temperature_schedule
+        if not schedule or any(len(item) != 2 for item in schedule):
+            raise ConfigError(
+                f"muzero.temperature_schedule={schedule!r} is invalid; expected a non-empty list "
+                "of [from_step, temperature] pairs"
+            )
+        steps = [int(s) for s, _ in schedule]
+        increasing = all(a < b for a, b in zip(steps, steps[1:], strict=False))
+        if not increasing or steps[0] != 0 or any(t < 0 for _, t in schedule):
+            raise ConfigError(
+                f"muzero.temperature_schedule={schedule!r} is invalid; expected steps strictly "
+                "increasing from 0 and temperatures >= 0"
+            )
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> MuZeroConfig:
+        """Builds the config from a plain mapping (the Hydra ``muzero`` node as a container).
+
+        Raises:
+          ConfigError: an unknown key, or any invalid value.
+        """
+        values = dict(values)
+        network = values.pop("network", {})
+        if not isinstance(network, NetworkConfig):
+            network = _build(NetworkConfig, "muzero.network", network)
+        if "temperature_schedule" in values:
+            values["temperature_schedule"] = tuple(
+                (int(s), float(t)) for s, t in values["temperature_schedule"]
+            )
+        return _build(cls, "muzero", {**values, "network": network})
+
+
+def _build(cls: type, owner: str, values: Mapping[str, Any]) -> Any:
+    fields = {f.name for f in dataclasses.fields(cls)}
+    for key in values:
+        if key not in fields:
+            raise ConfigError(
+                f"{owner} has no setting {key!r}; choose from: {', '.join(sorted(fields))}"
+            )
+    return cls(**values)

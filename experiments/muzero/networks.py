@@ -1,0 +1,145 @@
+"""MuZero's three networks as small Keras MLPs, and the hidden-state normalisation.
+
+* representation ``h_0 = f_repr(o)``: observation ``[B, O]`` -> hidden state ``[B, H]``;
+* dynamics ``h_k, r_k = g(h_{k-1}, a_k)``: hidden state and one-hot action -> next hidden state and
+  reward logits ``[B, R]``;
+* prediction ``p_k, v_k = f(h_k)``: hidden state -> policy logits ``[B, A]`` and value logits
+  ``[B, V]``.
+
+Every hidden state is normalised (Appendix G of the paper: per sample to [0, 1] by min-max, here
+with a guard against a zero range); ``none``, ``tanh`` and ``layernorm`` are the alternatives.
+The output layers of the heads start at zero so that initial predictions are exactly neutral.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from experiments.errors import unknown_choice
+from experiments.muzero.config import NORMALISATIONS, NetworkConfig
+from experiments.muzero.support import Support
+
+__all__ = ["MinMaxNormalisation", "Networks", "normalisation_layer"]
+
+_MIN_RANGE = 1e-5
+
+
+class MinMaxNormalisation(keras.layers.Layer):
+    """Per-sample min-max scaling of ``[B, H]`` to [0, 1]; a range below 1e-5 is widened by 1e-5."""
+
+    def call(self, h: tf.Tensor) -> tf.Tensor:
+        low = tf.reduce_min(h, axis=-1, keepdims=True)
+        high = tf.reduce_max(h, axis=-1, keepdims=True)
+        scale = high - low
+        scale = tf.where(scale < _MIN_RANGE, scale + _MIN_RANGE, scale)
+        return (h - low) / scale
+
+
+def normalisation_layer(kind: str) -> keras.layers.Layer:
+    """The layer for one of :data:`~experiments.muzero.config.NORMALISATIONS`."""
+    if kind == "minmax":
+        return MinMaxNormalisation()
+    if kind == "none":
+        return keras.layers.Identity()
+    if kind == "tanh":
+        return keras.layers.Activation("tanh")
+    if kind == "layernorm":
+        return keras.layers.LayerNormalization(epsilon=1e-5)
+    raise unknown_choice("normalisation", kind, NORMALISATIONS)
+
+
+class Networks:
+    """The representation, dynamics and prediction networks of one agent.
+
+    Attributes:
+      representation: ``keras.Model`` ``[B, O] -> [B, H]``.
+      dynamics: ``keras.Model`` ``([B, H], [B, A]) -> ([B, H], [B, R])``.
+      prediction: ``keras.Model`` ``[B, H] -> ([B, A], [B, V])`` (policy logits, value logits).
+      value_support, reward_support: how the value and reward heads encode scalars.
+      num_actions: A.
+    """
+
+    def __init__(
+        self,
+        config: NetworkConfig,
+        *,
+        observation_size: int,
+        num_actions: int,
+        seed: int,
+        kernel_constraint: keras.constraints.Constraint | None = None,
+    ) -> None:
+        """Builds the networks.
+
+        Args:
+          config: sizes and options.
+          observation_size: O, the flat observation size.
+          num_actions: A.
+          seed: seeds every initializer (drawn one after the other from it).
+          kernel_constraint: applied to every Dense kernel of the dynamics network.
+        """
+        self.config = config
+        self.num_actions = num_actions
+        self.value_support = Support(config.support, config.value_support_size)
+        self.reward_support = Support(config.support, config.reward_support_size)
+        seeds = iter(np.random.default_rng(seed).integers(0, 2**31 - 1, size=64).tolist())
+        width, hidden = config.width, config.hidden_size
+
+        def dense(units: int, *, activation: Any = None, zero: bool = False, **kw: Any):
+            init = "zeros" if zero else keras.initializers.GlorotUniform(seed=next(seeds))
+            return keras.layers.Dense(units, activation=activation, kernel_initializer=init, **kw)
+
+        def trunk(x: Any, **kw: Any) -> Any:
+            for _ in range(config.depth):
+                x = dense(width, activation="relu", **kw)(x)
+            return x
+
+        obs = keras.Input((observation_size,), name="observation")
+        h0 = normalisation_layer(config.normalisation)(dense(hidden)(trunk(obs)))
+        self.representation = keras.Model(obs, h0, name="representation")
+
+        h_in = keras.Input((hidden,), name="hidden")
+        action = keras.Input((num_actions,), name="action")
+        c = {"kernel_constraint": kernel_constraint}
+        x = trunk(keras.layers.Concatenate()([h_in, action]), **c)
+        h_next = normalisation_layer(config.normalisation)(dense(hidden, **c)(x))
+        reward = dense(self.reward_support.num_outputs, zero=True, **c)(x)
+        self.dynamics = keras.Model([h_in, action], [h_next, reward], name="dynamics")
+
+        h_pred = keras.Input((hidden,), name="hidden")
+        x = trunk(h_pred)
+        policy = dense(num_actions, zero=True)(x)
+        value = dense(self.value_support.num_outputs, zero=True)(x)
+        self.prediction = keras.Model(h_pred, [policy, value], name="prediction")
+
+    @property
+    def trainable_variables(self) -> list[tf.Variable]:
+        """All trainable variables: representation, then dynamics, then prediction."""
+        return (
+            self.representation.trainable_variables
+            + self.dynamics.trainable_variables
+            + self.prediction.trainable_variables
+        )
+
+    def initial_inference(self, observation: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        """``[B, O]`` -> hidden ``[B, H]``, scalar value ``[B]``, policy logits ``[B, A]``."""
+        hidden = self.representation(observation)
+        policy, value = self.prediction(hidden)
+        return hidden, self.value_support.to_scalar(value), policy
+
+    def recurrent_inference(
+        self, hidden: tf.Tensor, action: tf.Tensor
+    ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
+        """``[B, H]``, ``[B]`` int -> next hidden, scalar reward, scalar value, policy logits."""
+        one_hot = tf.one_hot(tf.cast(action, tf.int32), self.num_actions)
+        next_hidden, reward = self.dynamics([hidden, one_hot])
+        policy, value = self.prediction(next_hidden)
+        return (
+            next_hidden,
+            self.reward_support.to_scalar(reward),
+            self.value_support.to_scalar(value),
+            policy,
+        )

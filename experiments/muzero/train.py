@@ -1,0 +1,93 @@
+"""One MuZero training run as a generator of per-step metrics (the runner's entry point).
+
+Seeding lives here only: one ``np.random.default_rng(seed)`` spawns independent generators for the
+self-play environments, the evaluation environments, the network initialisers, acting and
+replay sampling. Nothing uses global random state.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import numpy as np
+
+from experiments.gradients import Placement, Variant
+from experiments.muzero.config import MuZeroConfig
+from experiments.muzero.learner import Learner
+from experiments.muzero.networks import Networks
+from experiments.muzero.replay import ReplayBuffer
+from experiments.muzero.selfplay import Inference, SelfPlay, evaluate
+from experiments.tasks import TaskConfig, make_env
+
+__all__ = ["train"]
+
+
+def _seed(rng: np.random.Generator) -> int:
+    return int(rng.integers(0, 2**31 - 1))
+
+
+def train(
+    config: MuZeroConfig,
+    task: TaskConfig,
+    variant: Variant,
+    placement: Placement,
+    *,
+    seed: int,
+) -> Iterator[dict[str, float]]:
+    """Trains MuZero on ``task`` with ``variant`` at ``placement``; yields one dict per step.
+
+    Each update is preceded by ``config.selfplay_steps`` batched moves of all self-play
+    environments (``config.warmup_steps`` more before the first update). Keys of each row:
+    ``step``, ``loss/*``, ``grad/*`` (``grad/hidden_depth_{k}`` for k = 0..K), ``hidden/norm_depth_{k}``,
+    ``nonfinite``, ``env/steps``, ``time/elapsed_s``; ``selfplay/return`` when episodes ended
+    since the previous row; ``eval/return`` every ``config.eval_every`` steps and at the last.
+
+    The caller may stop iterating at any time; nothing needs cleaning up.
+    """
+    start = time.perf_counter()
+    root = np.random.default_rng(seed)
+    env_seed, eval_seed, net_seed = (_seed(root) for _ in range(3))
+    act_rng, sample_rng, eval_rng = root.spawn(3)
+
+    env = make_env(task, config.num_envs, seed=env_seed)
+    eval_env = make_env(task, config.eval_episodes, seed=eval_seed)
+    networks = Networks(
+        config.network,
+        observation_size=env.observation_size,
+        num_actions=env.num_actions,
+        seed=net_seed,
+        kernel_constraint=variant.kernel_constraint,
+    )
+    learner = Learner(networks, config=config, variant=variant, placement=placement)
+    inference = Inference(networks, jit_compile=config.jit_compile)
+    replay = ReplayBuffer(
+        capacity=config.replay_capacity,
+        observation_size=env.observation_size,
+        num_actions=env.num_actions,
+    )
+    actor = SelfPlay(env, inference, replay, config=config, rng=act_rng)
+
+    returns: list[float] = []
+    while len(replay) < config.batch_size or actor.env_steps < config.warmup_steps * env.num_envs:
+        returns += actor.step(0)
+
+    for step in range(1, config.training_steps + 1):
+        for _ in range(config.selfplay_steps):
+            returns += actor.step(step)
+        batch = replay.sample(
+            config.batch_size,
+            unroll_steps=config.unroll_steps,
+            td_steps=config.td_steps,
+            discount=config.discount,
+            rng=sample_rng,
+        )
+        row: dict[str, float] = {"step": float(step), **learner.update(batch)}
+        if returns:
+            row["selfplay/return"] = float(np.mean(returns))
+            returns = []
+        if step % config.eval_every == 0 or step == config.training_steps:
+            row["eval/return"] = evaluate(inference, eval_env, config=config, rng=eval_rng)
+        row["env/steps"] = float(actor.env_steps)
+        row["time/elapsed_s"] = time.perf_counter() - start
+        yield row
