@@ -1,0 +1,63 @@
+"""Text escaping and a Markdown table writer (``DataFrame.to_markdown`` needs ``tabulate``, which
+gradlab does not depend on)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = ["latex_escape", "markdown_table"]
+
+_LATEX = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
+
+
+def latex_escape(text: str) -> str:
+    """Escapes LaTeX's special characters: ``a_b -> a\\_b``, ``5% -> 5\\%``."""
+    return "".join(_LATEX.get(c, c) for c in str(text))
+
+
+def _md_cell(text: str) -> str:
+    return str(text).replace("|", r"\|").replace("\n", " ")
+
+
+def markdown_table(
+    header: Sequence[str], rows: Sequence[Sequence[str]], *, align: Sequence[str] | None = None
+) -> str:
+    """A GitHub-flavoured Markdown table, columns padded to equal width.
+
+    Args:
+      header: ``[C]`` column names.
+      rows: ``[R][C]`` cell strings (``|`` is escaped).
+      align: ``[C]`` ``left`` or ``right`` per column; default all left.
+
+    Returns:
+      The table, lines joined by newlines, no trailing newline.
+    """
+    header = [_md_cell(h) for h in header]
+    rows = [[_md_cell(c) for c in row] for row in rows]
+    align = list(align) if align is not None else ["left"] * len(header)
+    if any(len(row) != len(header) for row in rows) or len(align) != len(header):
+        raise ValueError("every row and the alignment need one entry per header column")
+    widths = [max([3, len(h), *(len(row[i]) for row in rows)]) for i, h in enumerate(header)]
+
+    def line(cells: Sequence[str]) -> str:
+        padded = [
+            c.rjust(w) if a == "right" else c.ljust(w)
+            for c, w, a in zip(cells, widths, align, strict=True)
+        ]
+        return "| " + " | ".join(padded) + " |"
+
+    rule = [
+        "-" * (w - 1) + ":" if a == "right" else "-" * w for w, a in zip(widths, align, strict=True)
+    ]
+    return "\n".join([line(header), line(rule), *(line(row) for row in rows)])

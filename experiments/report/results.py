@@ -1,0 +1,197 @@
+"""Reads a results folder (``results/<ablation>/``) into pandas DataFrames.
+
+One row per job in :attr:`Results.runs`: its status, seed, group (every swept key except the seed)
+and stability figures (from ``summary.json``'s ``"stability"`` key, recomputed from
+``metrics.jsonl`` when absent). :func:`load_curves` reads the per-step metrics of the finished runs
+for the plots. Every problem with the folder is a :class:`~experiments.errors.ConfigError`
+naming the folder or file and what was expected.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from experiments.errors import ConfigError, unknown_choice
+from experiments.metrics import STABILITY_KEYS, read_metrics, stability_summary
+
+__all__ = ["FINISHED", "STATUSES", "Results", "group_label", "load_curves", "load_results"]
+
+STATUSES = ("completed", "diverged", "failed", "timeout", "running")
+"""Every job status ``summary.json`` may hold."""
+
+FINISHED = ("completed", "diverged")
+"""The statuses whose runs enter the statistics; the others are shown, never averaged."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Results:
+    """The jobs of one results folder.
+
+    Attributes:
+      root: the folder.
+      ablation: the ablation name all jobs share (None for single runs).
+      group_keys: the swept keys except the seed, sorted.
+      runs: one row per job, sorted by group then seed. Columns: ``job``, ``path``, ``status``,
+        ``seed``, ``group`` (a label), ``task``, ``threshold``, one column per group key (str),
+        and one per :data:`~experiments.metrics.STABILITY_KEYS` (float, NaN when undefined).
+    """
+
+    root: Path
+    ablation: str | None
+    group_keys: tuple[str, ...]
+    runs: pd.DataFrame
+
+    @property
+    def finished(self) -> pd.DataFrame:
+        """The runs whose status is in :data:`FINISHED`."""
+        return self.runs[self.runs["status"].isin(FINISHED)]
+
+
+def group_label(group: dict[str, object]) -> str:
+    """A short label: the value if one key, ``k=v, k=v`` if several, ``all`` if none."""
+    if not group:
+        return "all"
+    if len(group) == 1:
+        return str(next(iter(group.values())))
+    return ", ".join(f"{k}={group[k]}" for k in sorted(group))
+
+
+def _read_summary(path: Path) -> dict:
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ConfigError(f"corrupt summary file '{path}': {err}") from None
+    if not isinstance(summary, dict):
+        raise ConfigError(f"corrupt summary file '{path}': expected a JSON object")
+    if summary.get("status") not in STATUSES:
+        if "status" not in summary:
+            raise ConfigError(f"corrupt summary file '{path}': no 'status' key")
+        raise unknown_choice(f"status in '{path}':", summary["status"], STATUSES)
+    if not isinstance(summary.get("group", {}), dict):
+        raise ConfigError(f"corrupt summary file '{path}': 'group' must be an object")
+    return summary
+
+
+def _summary_paths(root: Path) -> list[Path]:
+    if not root.exists():
+        raise ConfigError(f"results folder '{root}' does not exist")
+    if not root.is_dir():
+        raise ConfigError(f"results folder '{root}' is not a folder")
+    paths = sorted(root.glob("*/summary.json"))
+    if paths:
+        return paths
+    nested = sorted({p.parent.parent.name for p in root.glob("*/*/summary.json")})
+    if nested:
+        raise ConfigError(
+            f"'{root}' holds several ablation folders ({', '.join(nested)}); "
+            f"pass one of them, e.g. '{root / nested[0]}'"
+        )
+    raise ConfigError(f"no runs in '{root}': no job folder with a summary.json")
+
+
+def _stability(summary: dict, job_dir: Path) -> dict:
+    stability = summary.get("stability")
+    if isinstance(stability, dict):
+        return stability
+    metrics = job_dir / "metrics.jsonl"
+    if summary["status"] in FINISHED and metrics.exists():
+        return stability_summary(
+            read_metrics(metrics),
+            threshold=summary.get("threshold"),
+            wall_time_s=summary.get("wall_time_s"),
+        )
+    return {}
+
+
+def load_results(path: str | Path) -> Results:
+    """Reads every ``<path>/*/summary.json``.
+
+    Args:
+      path: an ablation's results folder (``results/<ablation>``) or ``results/runs``.
+
+    Returns:
+      The :class:`Results`.
+
+    Raises:
+      ConfigError: the folder is missing, empty, holds ablation folders instead of jobs, holds jobs
+        of several ablations, or a summary file is corrupt.
+    """
+    root = Path(path)
+    records, ablations = [], set()
+    for summary_path in _summary_paths(root):
+        summary = _read_summary(summary_path)
+        ablations.add(summary.get("ablation"))
+        group = {str(k): str(v) for k, v in (summary.get("group") or {}).items()}
+        stability = _stability(summary, summary_path.parent)
+        record = {
+            "job": summary.get("job") or summary_path.parent.name,
+            "path": str(summary_path.parent),
+            "status": summary["status"],
+            "seed": summary.get("seed"),
+            "group": group_label(group),
+            "task": summary.get("task"),
+            "threshold": summary.get("threshold"),
+            "_group": group,
+        }
+        record.update({key: stability.get(key) for key in STABILITY_KEYS})
+        records.append(record)
+    if len(ablations) > 1:
+        names = ", ".join(sorted(str(a) for a in ablations))
+        raise ConfigError(
+            f"mixed ablations in '{root}': {names}; a table compares the runs of one ablation, "
+            "so pass one ablation's folder"
+        )
+    group_keys = tuple(sorted({k for r in records for k in r["_group"]}))
+    for r in records:
+        group = r.pop("_group")
+        r.update({k: group.get(k, "—") for k in group_keys})
+    runs = pd.DataFrame.from_records(records)
+    for key in STABILITY_KEYS:
+        runs[key] = pd.to_numeric(runs[key], errors="coerce").astype(float)
+    runs = runs.sort_values([*group_keys, "seed"], key=_natural_key, kind="stable")
+    return Results(
+        root=root, ablation=ablations.pop(), group_keys=group_keys, runs=runs.reset_index(drop=True)
+    )
+
+
+def _natural_key(column: pd.Series) -> pd.Series:
+    """Sorts numbers numerically and the rest as strings (``2 < 10``, ``0.25 < 1.0``)."""
+    numeric = pd.to_numeric(column, errors="coerce")
+    if numeric.notna().all():
+        return numeric
+    return column.astype(str)
+
+
+def load_curves(results: Results, keys: Sequence[str] | None = None) -> pd.DataFrame:
+    """The per-step metrics of the finished runs, one row per (run, step).
+
+    Args:
+      results: from :func:`load_results`.
+      keys: the metric keys wanted (absent ones give NaN columns); None: every key found.
+
+    Returns:
+      Columns ``job``, ``group``, ``seed``, ``step`` and one per key (float).
+    """
+    frames = []
+    for run in results.finished.itertuples():
+        metrics = Path(run.path) / "metrics.jsonl"
+        frame = pd.DataFrame.from_records(read_metrics(metrics) if metrics.exists() else [])
+        if frame.empty or "step" not in frame:
+            continue
+        if keys is not None:
+            frame = frame.reindex(columns=["step", *keys])
+        frame.insert(0, "job", run.job)
+        frame.insert(1, "group", run.group)
+        frame.insert(2, "seed", run.seed)
+        frames.append(frame)
+    if not frames:
+        return pd.DataFrame(columns=["job", "group", "seed", "step", *(keys or [])])
+    curves = pd.concat(frames, ignore_index=True)
+    values = [c for c in curves.columns if c not in ("job", "group", "seed", "step")]
+    curves[values] = curves[values].apply(pd.to_numeric, errors="coerce").astype(float)
+    return curves
