@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib as mpl
+import matplotlib.ticker
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
@@ -110,6 +111,20 @@ def _binned(curves: pd.DataFrame, key: str, *, n_bins: int) -> pd.DataFrame:
     return data.groupby(["group", "job", "x"], sort=False)[key].mean().reset_index()
 
 
+class _PlainLogFormatter(mpl.ticker.LogFormatter):
+    """Matplotlib's choice of which log ticks to label, written ``0.6``, ``2``, ``40``."""
+
+    def _num_to_string(self, x: float, vmin: float, vmax: float) -> str:
+        return f"{x:g}"
+
+
+def _log_y(ax) -> None:
+    """Log y axis; minor ticks labelled when the axis spans less than a decade."""
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(_PlainLogFormatter(labelOnlyBase=False))
+    ax.yaxis.set_minor_formatter(_PlainLogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.4)))
+
+
 def _legend(ax, results: Results) -> None:
     if ax.get_legend_handles_labels()[0]:
         title = ", ".join(results.group_keys) or None
@@ -162,7 +177,7 @@ def learning_curve(
         if threshold is not None:
             ax.axhline(threshold, color="#555555", linestyle="--", linewidth=1, label="threshold")
         if log:
-            ax.set_yscale("log")
+            _log_y(ax)
         ax.set_xlabel("training step")
         ax.set_ylabel(ylabel)
         band = "geometric mean" if log else "mean"
@@ -197,7 +212,7 @@ def hidden_grad_by_depth(results: Results, curves: pd.DataFrame) -> Figure:
             mean, low, high = (10 ** np.asarray(bands)).T
             ax.plot(depths, mean, marker="o", label=f"{group} (n={len(per_run)})", **_style(i))
             ax.fill_between(depths, low, high, alpha=0.2, color=_style(i)["color"], linewidth=0)
-        ax.set_yscale("log")
+        _log_y(ax)
         if len(depths):
             ax.set_xticks(depths)
         ax.set_xlabel("unroll depth k (dynamics steps)")
@@ -240,7 +255,7 @@ def divergence_counts(results: Results) -> Figure:
         ax.grid(axis="y", visible=False)
         ax.set_xlabel("runs (seeds)")
         ax.set_title("run status per group", loc="left")
-        ax.legend(loc="lower right", ncols=min(3, len(counts.columns)))
+        fig.legend(loc="outside lower center", ncols=len(counts.columns))
     return fig
 
 

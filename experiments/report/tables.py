@@ -182,6 +182,9 @@ def summarize(
             )
         rows.append(row)
     table = pd.DataFrame(rows)
+    if len(keys) <= 1:  # the baseline row first; with several keys the strata stay together
+        table = table.sort_values("is_baseline", ascending=False, kind="stable")
+        table = table.reset_index(drop=True)
     table.attrs.update(
         metrics=list(metrics),
         stat=stat,
