@@ -30,3 +30,8 @@ def _root() -> None:
 from cli import explain as _explain  # noqa: E402
 
 app.command("explain")(_explain.explain)
+
+from cli import report as _report  # noqa: E402
+
+app.command("table")(_report.table)
+app.command("plot")(_report.plot)

@@ -217,12 +217,14 @@ def format_number(value: float) -> str:
 
 
 def _best(table: pd.DataFrame, name: str) -> pd.Series:
-    """Bool per row: holds the best value of metric ``name`` (ties all best; needs two values)."""
+    """Bool per row: holds the best value of ``name`` (ties all best; none if all equal)."""
     direction = METRICS[name].higher_is_better
     values = table[name]
     if direction is None or values.notna().sum() < 2:
         return pd.Series(False, index=table.index)
     best = values.max() if direction else values.min()
+    if values.min() == values.max():
+        return pd.Series(False, index=table.index)  # all tied: nothing stands out
     return values == best
 
 
