@@ -1,0 +1,195 @@
+"""The array tree behind :func:`experiments.muzero.search.run_search` (private).
+
+B trees, each of ``N = num_simulations + 1`` nodes, live in flat arrays: node ``n`` of tree ``b``
+is row ``b * N + n`` (node 0 the root, node ``s + 1`` the leaf added by simulation ``s``). Rows
+``B * N + b`` are tree ``b``'s "no child yet" node (0 visits, Q pinned to the tree's min-max
+offset so its normalised value score is exactly 0), and the last row is a scratch node that
+absorbs the writes of paths shorter than the longest one (its value sum is NaN, so it never
+enters MinMaxStats). Per node we keep what selection reads, already in the form it needs:
+``explore = (log((N + c2 + 1) / c2) + c1) * sqrt(N)``, ``inv_visits = 1 / (N + 1)`` and
+``q = reward + discount * value_sum / N``; they are refreshed in the backup, once per simulation,
+so a selection step costs a dozen NumPy calls whatever B is.
+
+Per simulation: selection (a Python loop over depth; trees that have found their leaf recompute
+the same choice, harmlessly), one ``recurrent_fn`` call, expansion, then the backup of the whole
+path matrix ``[depth + 1, B]`` at once (returns by the pseudocode's recursion, one row at a time,
+so each tree's numbers are bit-for-bit those of a search run on that tree alone).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from experiments.errors import ConfigError
+
+RecurrentFn = Callable[
+    [np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+]
+"""``(hidden [B, H] float32, action [B] int32) -> (next_hidden [B, H], reward [B], value [B],
+prior_logits [B, A])``; reward and value are scalars (the caller converts from its categorical
+supports). Re-exported by :mod:`experiments.muzero.search`."""
+
+_OUTPUT_NAMES = ("next_hidden", "reward", "value", "prior_logits")
+
+
+def exploration_weight(visits: np.ndarray, pb_c_base: float, pb_c_init: float) -> np.ndarray:
+    """``(log((N + pb_c_base + 1) / pb_c_base) + pb_c_init) * sqrt(N)``, elementwise, float64."""
+    visits = np.asarray(visits, np.float64)
+    return (np.log((visits + pb_c_base + 1.0) / pb_c_base) + pb_c_init) * np.sqrt(visits)
+
+
+def min_max_params(q_min: np.ndarray, q_max: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Offset and range implementing ``MinMaxStats.normalize`` as ``(q - lo) / rg``.
+
+    Args:
+      q_min: [B] tree-wide minimum so far (``+inf`` before any update).
+      q_max: [B] tree-wide maximum so far (``-inf`` before any update).
+
+    Returns:
+      ``lo`` [B], ``rg`` [B]: ``(min, max - min)`` where ``max > min``, else ``(0, 1)`` (identity).
+    """
+    valid = q_max > q_min
+    lo = np.where(valid, q_min, 0.0)
+    return lo, np.where(valid, q_max - lo, 1.0)
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    """[B, A] -> [B, A] float64 probabilities (max-shifted for stability)."""
+    logits = np.asarray(logits, np.float64)
+    z = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return z / z.sum(axis=1, keepdims=True)
+
+
+def search_trees(
+    root_hidden: np.ndarray,
+    root_prior: np.ndarray,
+    recurrent_fn: RecurrentFn,
+    *,
+    num_simulations: int,
+    discount: float,
+    pb_c_base: float,
+    pb_c_init: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Runs the simulations on validated inputs.
+
+    Args:
+      root_hidden: [B, H] root hidden states.
+      root_prior: [B, A] float64 root priors (noise already mixed in).
+      recurrent_fn: the batched model, called once per simulation.
+      num_simulations: >= 1.
+      discount: in [0, 1].
+      pb_c_base: c2, > 0.
+      pb_c_init: c1, >= 0.
+
+    Returns:
+      visit_counts [B, A] int64, root_value [B] float64, q_values [B, A] float64 (0 unvisited).
+
+    Raises:
+      ConfigError: ``recurrent_fn`` returned arrays of the wrong shapes.
+    """
+    batch, width = root_hidden.shape
+    num_actions = root_prior.shape[1]
+    n_nodes = num_simulations + 1
+    n_real = batch * n_nodes
+    scratch = n_real + batch
+    total = scratch + 1
+    rows = np.arange(batch)
+    roots = rows * n_nodes  # [B]
+    nulls = n_real + rows  # [B]
+
+    children = np.repeat(nulls, n_nodes)  # [B*N] -> filled below to [T, A]
+    children = np.concatenate([children, nulls, [scratch]])[:, None].repeat(num_actions, axis=1)
+    prior = np.zeros((total, num_actions))  # [T, A] priors of each node's children
+    visits = np.zeros(total, dtype=np.intp)  # [T]
+    value_sum = np.zeros(total)  # [T]
+    reward = np.zeros(total)  # [T] reward of the transition into the node (root: 0)
+    q_node = np.zeros(total)  # [T] reward + discount * value_sum / visits
+    explore = np.zeros(total)  # [T] exploration_weight(visits)
+    inv_visits = np.ones(total)  # [T] 1 / (visits + 1)
+    hidden = np.empty((n_real, width), dtype=root_hidden.dtype)  # [B*N, H]
+    value_sum[scratch] = np.nan
+
+    counts = np.arange(num_simulations + 2)
+    explore_table = exploration_weight(counts, pb_c_base, pb_c_init)
+    inv_table = 1.0 / (counts + 1.0)
+    hidden[roots] = root_hidden
+    prior[roots] = root_prior
+    # Simulation 0: the root has 0 visits, every score is 0; expand the most probable action.
+    first_action = np.argmax(root_prior, axis=1)
+
+    q_min = np.full(batch, np.inf)
+    q_max = np.full(batch, -np.inf)
+    lo2, rg2 = np.zeros((batch, 1)), np.ones((batch, 1))
+    shapes = ((batch, width), (batch,), (batch,), (batch, num_actions))
+    for sim in range(num_simulations):
+        node = roots
+        path = [roots]
+        if sim == 0:
+            action = first_action
+            path.append(nulls)
+        else:
+            while True:
+                child = children[node]  # [B, A]
+                score = (explore[node][:, None] * prior[node]) * inv_visits[child]
+                score += (q_node[child] - lo2) / rg2
+                action = score.argmax(axis=1)  # ties: lowest index
+                nxt = child[rows, action]
+                path.append(nxt)
+                stop = nxt >= n_real
+                if stop.all():
+                    break
+                node = np.where(stop, node, nxt)
+
+        outputs = tuple(np.asarray(x) for x in recurrent_fn(hidden[node], action.astype(np.int32)))
+        for name, arr, shape in zip(_OUTPUT_NAMES, outputs, shapes, strict=True):
+            if arr.shape != shape:
+                raise ConfigError(
+                    f"recurrent_fn's {name} has shape {arr.shape}; expected {shape} "
+                    "(one row per tree)"
+                )
+        next_hidden, leaf_reward, leaf_value, leaf_logits = outputs
+        leaf = roots + (sim + 1)
+        children[node, action] = leaf
+        hidden[leaf] = next_hidden
+        reward[leaf] = leaf_reward
+        prior[leaf] = softmax(leaf_logits)
+
+        # Backup (pseudocode backpropagate) of every tree's path at once. Column b of `path_ids`
+        # holds tree b's root .. leaf, then scratch.
+        path_ids = np.stack(path)  # [D + 1, B]
+        real = path_ids < n_real
+        leaf_depth = real.sum(axis=0)  # [B]
+        path_ids = np.where(real, path_ids, scratch)
+        path_ids[leaf_depth, rows] = leaf
+        path_reward = reward[path_ids]  # [D + 1, B]; scratch rows 0
+        # The pseudocode's `value = node.reward + discount * value`, leaf to root: with each
+        # tree's leaf value put one row below its leaf and zeros further down, the recursion
+        # from the bottom row yields exactly v at the leaf and the discounted returns above it.
+        tail = np.zeros((len(path) + 1, batch))  # [D + 2, B]
+        tail[:-1] = path_reward
+        tail[leaf_depth + 1, rows] = leaf_value
+        returns = np.empty_like(path_reward)  # [D + 1, B] what each path node gets added
+        ret = returns[-1] = tail[-1]
+        for k in range(len(path) - 2, -1, -1):
+            ret = tail[k + 1] + discount * ret
+            returns[k] = ret
+        new_sum = value_sum[path_ids] + returns
+        value_sum[path_ids] = new_sum
+        new_visits = visits[path_ids] + 1
+        visits[path_ids] = new_visits
+        q = path_reward + discount * (new_sum / new_visits)  # scratch: NaN
+        q_node[path_ids] = q
+        explore[path_ids] = explore_table[new_visits]
+        inv_visits[path_ids] = inv_table[new_visits]
+        q_min = np.fmin(q_min, np.fmin.reduce(q, axis=0))
+        q_max = np.fmax(q_max, np.fmax.reduce(q, axis=0))
+        lo, rg = min_max_params(q_min, q_max)
+        q_node[nulls] = lo
+        lo2, rg2 = lo[:, None], rg[:, None]
+
+    root_children = children[roots]  # [B, A]
+    child_visits = visits[root_children]
+    q_values = np.where(child_visits > 0, q_node[root_children], 0.0)
+    return child_visits.astype(np.int64), value_sum[roots] / visits[roots], q_values
