@@ -93,7 +93,9 @@ class _MinMax:
 def _ucb(parent: _Node, child: _Node, stats: _MinMax, discount: float) -> float:
     pb_c = math.log((parent.visit_count + 19652.0 + 1) / 19652.0) + 1.25
     pb_c *= math.sqrt(parent.visit_count) / (child.visit_count + 1)
-    value_score = stats.normalize(child.reward + discount * child.value()) if child.visit_count else 0
+    value_score = (
+        stats.normalize(child.reward + discount * child.value()) if child.visit_count else 0
+    )
     return pb_c * child.prior + value_score
 
 
@@ -186,9 +188,7 @@ def test_two_armed_model_prefers_the_paying_action():
     )
     assert out.visit_counts.sum() == 50
     assert out.visit_counts[0, 1] > 40  # every step of action 1 pays, action 0 never does
-    expected = _reference(
-        np.zeros(1), [0.0, 0.0], _two_armed, num_simulations=50, discount=0.9
-    )
+    expected = _reference(np.zeros(1), [0.0, 0.0], _two_armed, num_simulations=50, discount=0.9)
     np.testing.assert_array_equal(out.visit_counts[0], expected[0])
     assert out.root_value[0] == pytest.approx(expected[1], rel=1e-12)
 
