@@ -35,3 +35,9 @@ from cli import report as _report  # noqa: E402
 
 app.command("table")(_report.table)
 app.command("plot")(_report.plot)
+
+from cli import jobs as _jobs  # noqa: E402
+
+app.command("run")(_jobs.run)
+app.command("sweep")(_jobs.sweep)
+app.command("list")(_jobs.list_)

@@ -1,0 +1,100 @@
+"""Hydra's entry point: the task function every job (local, joblib, submitit, slurm) runs.
+
+``gradlab run`` / ``gradlab sweep`` call :func:`launch`, which hands Hydra the argument list it
+expects; the module can also be run directly, which is how a cluster job can be started by hand::
+
+    python -m experiments.hydra_app --multirun ablation=hidden_scale hydra/launcher=submitit_slurm
+
+Each job's folder is Hydra's output directory for it, named by two resolvers registered here
+(``gradlab_ablation``, ``gradlab_job``) from :func:`experiments.store.job_name`, so Hydra and
+gradlab agree on where a job's results are, and a re-run finds them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+import conf as _conf_package
+from experiments import store
+
+__all__ = ["CONF_DIR", "job", "launch", "main"]
+
+CONF_DIR = Path(_conf_package.__file__).resolve().parent
+"""gradlab's own config folder (``conf/``, a package, so it is found when installed)."""
+
+
+def _job_resolver(overrides: Any) -> str:
+    return store.job_name(list(overrides or []))
+
+
+def _ablation_resolver(ablation: Any) -> str:
+    return store.ablation_dir("", ablation).as_posix()
+
+
+OmegaConf.register_new_resolver("gradlab_job", _job_resolver, replace=True)
+OmegaConf.register_new_resolver("gradlab_ablation", _ablation_resolver, replace=True)
+
+
+def job(cfg: DictConfig) -> dict[str, Any]:
+    """Hydra's task function: runs (or skips) the job whose folder is Hydra's output dir."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from experiments import runner
+
+    hc = HydraConfig.get()
+    choices = hc.runtime.choices
+    return runner.execute(
+        cfg,
+        Path(hc.runtime.output_dir),
+        overrides=list(hc.overrides.task),
+        task_name=str(choices.get("task")),
+        ablation=choices.get("ablation"),
+    )
+
+
+main = hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")(job)
+"""``python -m experiments.hydra_app [--multirun] OVERRIDES...``."""
+
+
+@contextlib.contextmanager
+def _argv(argv: list[str]) -> Iterator[None]:
+    saved = sys.argv
+    sys.argv = argv
+    try:
+        yield
+    finally:
+        sys.argv = saved
+
+
+def launch(
+    overrides: Sequence[str], *, multirun: bool, config_dir: str | Path | None = None
+) -> None:
+    """Runs Hydra on ``overrides`` as if from its own command line.
+
+    Args:
+      overrides: Hydra overrides, e.g. ``["ablation=hidden_scale", "hydra/launcher=joblib"]``.
+      multirun: ``--multirun`` (a sweep) instead of one run.
+      config_dir: the config folder; default :data:`CONF_DIR`.
+    """
+    from hydra.core.global_hydra import GlobalHydra
+
+    path = str(Path(config_dir).resolve()) if config_dir else str(CONF_DIR)
+    entry = hydra.main(config_path=path, config_name="config", version_base="1.3")(job)
+    argv = ["gradlab", *(["--multirun"] if multirun else []), *overrides]
+    GlobalHydra.instance().clear()
+    try:
+        with _argv(argv):
+            entry()
+    finally:
+        GlobalHydra.instance().clear()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,282 @@
+"""The results folder: stable job names, atomic writes, append-only metrics, resume decisions.
+
+Layout (the source of truth; the W&B run is a mirror)::
+
+    results/<ablation>/<job name>/      one job of a sweep
+    results/runs/<job name>/            a single ``gradlab run``
+        config.yaml     the resolved config (written atomically)
+        metrics.jsonl   one JSON object per training step, append-only
+        summary.json    status and figures (written atomically; ``running`` while the job runs)
+        error.txt       the traceback of a failed job
+        wandb/          the W&B run
+
+A job's name is derived from its overrides only (``variant=scale_gradient seed=0`` ->
+``variant=scale_gradient__seed=0``), so the same sweep run twice maps every job to the same folder:
+that is how a sweep resumes (Hydra's multirun cannot by itself).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from experiments.errors import ConfigError
+
+__all__ = [
+    "BOOKKEEPING_KEYS",
+    "FINISHED",
+    "STATUSES",
+    "MetricsWriter",
+    "ablation_dir",
+    "is_bookkeeping",
+    "job_name",
+    "parse_overrides",
+    "read_metrics",
+    "read_summary",
+    "should_run",
+    "write_json_atomic",
+    "write_text_atomic",
+]
+
+STATUSES = ("completed", "diverged", "failed", "timeout", "running")
+"""Every ``status`` a ``summary.json`` can hold."""
+
+FINISHED = ("completed", "diverged", "timeout")
+"""Statuses of a job that is done: a re-run skips it (``failed`` and ``running`` are re-run)."""
+
+BOOKKEEPING_KEYS = ("ablation", "logger", "runtime")
+"""Override keys (and key prefixes before a dot) that never change a job's numbers and so are left
+out of its name: where results go, how they are logged, how many threads run them."""
+
+RUNS = "runs"  # the folder of single runs, which belong to no ablation
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._=,+@%-]")
+
+
+def parse_overrides(overrides: Iterable[str]) -> dict[str, str]:
+    """Splits ``key=value`` override strings into a dict, in order.
+
+    Hydra's prefixes (``+``, ``++``) are dropped; a deletion (``~key``) is kept as ``~key`` with an
+    empty value.
+
+    Raises:
+      ConfigError: an override without ``=`` (other than a deletion).
+    """
+    out: dict[str, str] = {}
+    for item in overrides:
+        if item.startswith("~"):
+            key, _, value = item.partition("=")
+            out[key] = value
+            continue
+        key, sep, value = item.partition("=")
+        if not sep or not key.lstrip("+"):
+            raise ConfigError(
+                f"override {item!r} is not of the form key=value (e.g. seed=0, variant=none)"
+            )
+        out[key.lstrip("+")] = value
+    return out
+
+
+def is_bookkeeping(key: str) -> bool:
+    """Whether an override key is bookkeeping (see :data:`BOOKKEEPING_KEYS`), not a setting."""
+    head = key.lstrip("~").split(".", 1)[0].split("/", 1)[0]
+    return head in BOOKKEEPING_KEYS or head == "hydra"
+
+
+def _safe(text: str) -> str:
+    text = _UNSAFE.sub("-", text.replace("/", "-"))
+    return text.lstrip(".") or "_"
+
+
+def job_name(overrides: Mapping[str, str] | Sequence[str]) -> str:
+    """The stable, filesystem-safe folder name of a job.
+
+    Bookkeeping keys (:data:`BOOKKEEPING_KEYS`, ``hydra...``) are dropped; the rest are sorted by
+    key with ``seed`` last, joined as ``key=value`` with ``__``; characters outside
+    ``[A-Za-z0-9._=,+@%-]`` become ``-``. No overrides gives ``default``.
+
+    Args:
+      overrides: a mapping key -> value, or ``key=value`` strings (Hydra's job overrides).
+
+    Returns:
+      For example ``variant=scale_gradient__variant.scale=0.25__seed=0``.
+    """
+    items = parse_overrides(overrides) if not isinstance(overrides, Mapping) else overrides
+    kept = {k: v for k, v in items.items() if not is_bookkeeping(k)}
+    if not kept:
+        return "default"
+    keys = sorted(kept, key=lambda k: (k == "seed", k))
+    name = "__".join(_safe(f"{k}={kept[k]}") for k in keys)
+    return name[:200]
+
+
+def ablation_dir(results_dir: str | Path, ablation: str | None) -> Path:
+    """``results/<ablation>``, or ``results/runs`` for single runs (no ablation)."""
+    return Path(results_dir) / (ablation if ablation else RUNS)
+
+
+# --------------------------------------------------------------------------------------------
+# Writing
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """Writes ``text`` to ``path`` so that a reader (or a kill) sees the old file or the new one,
+    never a half-written one: a temporary file in the same folder, flushed, then renamed."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+def _jsonable(value: Any) -> Any:
+    """Floats that JSON cannot hold (NaN, Inf) become strings ``"nan"``, ``"inf"``, ``"-inf"``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def write_json_atomic(path: str | Path, obj: Any) -> None:
+    """Writes ``obj`` as indented JSON, atomically (see :func:`write_text_atomic`)."""
+    write_text_atomic(path, json.dumps(_jsonable(obj), indent=2, sort_keys=False) + "\n")
+
+
+class MetricsWriter:
+    """Appends one JSON line per training step to ``metrics.jsonl``.
+
+    Each row is written whole and flushed, so a kill leaves at most a torn last line, which
+    :func:`read_metrics` skips. Opening starts a fresh file: a job that is re-run starts over and
+    never duplicates the rows of an earlier, unfinished attempt.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file: TextIO | None = open(self.path, "w", encoding="utf-8")  # noqa: SIM115
+        self.rows = 0
+
+    def append(self, row: Mapping[str, Any]) -> None:
+        """Writes one row (non-finite floats as ``"nan"``/``"inf"`` strings) and flushes it."""
+        if self._file is None:
+            raise ValueError(f"{self.path} is closed")
+        self._file.write(json.dumps(_jsonable(dict(row)), separators=(",", ":")) + "\n")
+        self._file.flush()
+        self.rows += 1
+
+    def close(self) -> None:
+        """Flushes to disk and closes; safe to call twice."""
+        if self._file is not None:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()
+            self._file = None
+
+    def __enter__(self) -> MetricsWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# --------------------------------------------------------------------------------------------
+# Reading
+
+
+def _floatish(value: Any) -> Any:
+    if isinstance(value, str) and value in ("nan", "inf", "-inf"):
+        return float(value)
+    return value
+
+
+def read_metrics(path: str | Path) -> list[dict[str, Any]]:
+    """Reads ``metrics.jsonl`` back, tolerating a torn last line (a job killed mid-write).
+
+    ``"nan"``/``"inf"``/``"-inf"`` strings come back as floats. A missing file gives ``[]``.
+
+    Raises:
+      ConfigError: a corrupt line anywhere but the last (the file was damaged, not torn).
+    """
+    path = Path(path)
+    if not path.exists():
+        return []
+    lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    rows = []
+    for i, line in enumerate(lines):
+        try:
+            row = json.loads(line)
+            if not isinstance(row, dict):
+                raise ValueError("not an object")
+        except ValueError:
+            if i == len(lines) - 1:
+                break  # torn last line: the job was killed while writing it
+            raise ConfigError(
+                f"{path}: line {i + 1} is not a JSON object; the metrics file is corrupt "
+                "(delete the job folder to re-run it)"
+            ) from None
+        rows.append({k: _floatish(v) for k, v in row.items()})
+    return rows
+
+
+def read_summary(job_dir: str | Path) -> dict[str, Any] | None:
+    """The job's ``summary.json``, or ``None`` when it is missing, unreadable or not a summary."""
+    path = Path(job_dir) / "summary.json"
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(summary, dict) or summary.get("status") not in STATUSES:
+        return None
+    return summary
+
+
+def should_run(job_dir: str | Path, *, force: bool = False) -> tuple[bool, str]:
+    """Whether a job must (re-)run, and why.
+
+    Args:
+      job_dir: the job's folder.
+      force: re-run even a finished job.
+
+    Returns:
+      ``(run, reason)``: ``(False, "completed")`` for a finished job (see :data:`FINISHED`),
+      ``(True, "new" | "failed" | "unfinished" | "forced")`` otherwise.
+    """
+    summary = read_summary(job_dir)
+    if summary is None:
+        return True, "new" if not Path(job_dir, "summary.json").exists() else "unfinished"
+    status = summary["status"]
+    if status in FINISHED:
+        return (True, "forced") if force else (False, status)
+    return True, "failed" if status == "failed" else "unfinished"

@@ -1,0 +1,226 @@
+"""The W&B mirror of a job: one W&B run per job, and never a reason to lose or stop a result.
+
+The results folder is the source of truth; W&B is a mirror for browsing. Every call into W&B is
+guarded: the first failure prints one warning and the tracker turns itself off, so the job and its
+local files carry on untouched.
+
+Modes (``conf/logger/``): ``offline`` (the default; no account or network; ``wandb sync`` uploads
+later), ``online`` (needs an API key and network; without them it warns once and falls back to
+offline), ``none`` (no W&B at all).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+__all__ = ["NAMESPACES", "NullTracker", "Tracker", "WandbTracker", "make_tracker", "namespaced"]
+
+NAMESPACES = ("loss", "grad", "eval", "hidden", "selfplay", "env", "time", "stability")
+"""Metric key prefixes; a key without a ``/`` is put under ``train/``."""
+
+
+class Tracker(Protocol):
+    """What the runner calls: ``log`` once per step, ``finish`` once at the end."""
+
+    def log(self, row: Mapping[str, float], *, step: int) -> None:
+        """Mirrors one metrics row."""
+
+    def finish(self, summary: Mapping[str, Any]) -> None:
+        """Stores the summary figures in the run's summary and closes the run."""
+
+
+class NullTracker:
+    """``logger=none``: does nothing."""
+
+    def log(self, row: Mapping[str, float], *, step: int) -> None:
+        del row, step
+
+    def finish(self, summary: Mapping[str, Any]) -> None:
+        del summary
+
+
+def namespaced(row: Mapping[str, Any]) -> dict[str, float]:
+    """The row's numeric values with namespaced keys (``nonfinite`` -> ``train/nonfinite``).
+
+    ``step`` is dropped (it is W&B's step); keys already holding a ``/`` are kept.
+    """
+    out = {}
+    for key, value in row.items():
+        if key == "step" or isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        out[key if "/" in key else f"train/{key}"] = float(value)
+    return out
+
+
+def _warn(message: str) -> None:
+    print(f"warning: W&B: {message}; the local results are unaffected", file=sys.stderr)
+
+
+def _has_api_key() -> bool:
+    if os.environ.get("WANDB_API_KEY"):
+        return True
+    try:
+        import netrc
+
+        path = os.environ.get("NETRC", str(Path.home() / ".netrc"))
+        auth = netrc.netrc(path).authenticators("api.wandb.ai")
+        return bool(auth and auth[2])
+    except (OSError, netrc.NetrcParseError):
+        return False
+
+
+class WandbTracker:
+    """One W&B run per job, offline or online; any W&B exception warns once and disables it.
+
+    Args:
+      job_dir: the job's folder; the run goes to ``<job_dir>/wandb/``.
+      mode: ``"offline"`` or ``"online"``.
+      project: W&B project (``gradlab``).
+      entity: W&B entity (team or user), or ``None``.
+      group: the ablation (``None`` for single runs).
+      job_type: the variant's name.
+      name: the job's name.
+      tags: W&B tags.
+      config: the resolved config (plain dicts).
+    """
+
+    def __init__(
+        self,
+        job_dir: str | Path,
+        *,
+        mode: str,
+        project: str,
+        entity: str | None,
+        group: str | None,
+        job_type: str,
+        name: str,
+        tags: Sequence[str],
+        config: Mapping[str, Any],
+    ) -> None:
+        self._run: Any = None
+        self._warned = False
+        if mode == "online" and not _has_api_key():
+            self._warn_once("logger=wandb_online but no W&B API key is set; logging offline")
+            mode = "offline"
+        try:
+            self._run = self._init(job_dir, mode, project, entity, group, job_type, name, tags,
+                                   config)  # fmt: skip
+        except Exception as err:  # noqa: BLE001 - W&B must never stop a job
+            if mode == "online":
+                self._warn_once(f"online init failed ({_one_line(err)}); logging offline")
+                try:
+                    self._run = self._init(job_dir, "offline", project, entity, group, job_type,
+                                           name, tags, config)  # fmt: skip
+                except Exception as err2:  # noqa: BLE001
+                    self._warn_once(f"offline init failed too ({_one_line(err2)})")
+            else:
+                self._warn_once(f"init failed ({_one_line(err)}); continuing without W&B")
+
+    @staticmethod
+    def _init(job_dir, mode, project, entity, group, job_type, name, tags, config) -> Any:
+        import wandb
+
+        Path(job_dir).mkdir(parents=True, exist_ok=True)
+        settings = wandb.Settings(
+            mode=mode,
+            silent=True,
+            console="off",
+            x_disable_stats=True,
+            x_disable_machine_info=True,
+            disable_git=True,
+            save_code=False,
+            x_save_requirements=False,
+            init_timeout=30.0,
+        )
+        return wandb.init(
+            project=project,
+            entity=entity,
+            group=group,
+            job_type=job_type,
+            name=name,
+            tags=list(tags),
+            config=dict(config),
+            dir=str(job_dir),
+            settings=settings,
+            reinit="create_new",
+        )
+
+    def _warn_once(self, message: str) -> None:
+        if not self._warned:
+            self._warned = True
+            _warn(message)
+
+    @property
+    def active(self) -> bool:
+        """Whether a W&B run is open."""
+        return self._run is not None
+
+    def log(self, row: Mapping[str, float], *, step: int) -> None:
+        if self._run is None:
+            return
+        try:
+            self._run.log(namespaced(row), step=step)
+        except Exception as err:  # noqa: BLE001
+            self._warn_once(f"log failed ({_one_line(err)}); stopped mirroring this run")
+            self._close(1)
+
+    def finish(self, summary: Mapping[str, Any]) -> None:
+        if self._run is None:
+            return
+        try:
+            flat = {"status": summary.get("status"), "steps": summary.get("steps")}
+            for key in ("diverged_step", "wall_time_s"):
+                if summary.get(key) is not None:
+                    flat[key] = summary[key]
+            for key, value in (summary.get("stability") or {}).items():
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    flat[f"stability/{key}"] = value if math.isfinite(value) else str(value)
+            self._run.summary.update(flat)
+        except Exception as err:  # noqa: BLE001
+            self._warn_once(f"summary update failed ({_one_line(err)})")
+        self._close(0 if summary.get("status") != "failed" else 1)
+
+    def _close(self, exit_code: int) -> None:
+        run, self._run = self._run, None
+        try:
+            run.finish(exit_code=exit_code)
+        except Exception as err:  # noqa: BLE001
+            self._warn_once(f"finish failed ({_one_line(err)})")
+
+
+def _one_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0] if text else ''}"[:200]
+
+
+def make_tracker(
+    job_dir: str | Path,
+    *,
+    mode: str,
+    project: str = "gradlab",
+    entity: str | None = None,
+    group: str | None = None,
+    job_type: str = "",
+    name: str = "",
+    tags: Sequence[str] = (),
+    config: Mapping[str, Any] | None = None,
+) -> Tracker:
+    """The tracker for ``mode`` (``offline`` | ``online`` | ``none``); see :class:`WandbTracker`."""
+    if mode == "none":
+        return NullTracker()
+    return WandbTracker(
+        job_dir,
+        mode=mode,
+        project=project,
+        entity=entity,
+        group=group,
+        job_type=job_type,
+        name=name,
+        tags=tags,
+        config=config or {},
+    )

@@ -1,0 +1,65 @@
+"""A tiny stand-in for the MuZero job, for the runner and sweep tests only.
+
+Loaded through ``GRADLAB_JOB_BACKEND=<this file>`` (see ``experiments.runner.load_backend``). Its
+losses are a closed form of the step, seed and variant parameters, so tests can compute them by
+hand; it can be told to fail, blow up or go NaN at a given step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from experiments.errors import ConfigError
+
+TASKS = {"catch": ("stand-in catch", 0.9)}
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskConfig:
+    name: str = "catch"
+
+
+@dataclasses.dataclass(frozen=True)
+class MuZeroConfig:
+    training_steps: int = 5
+    base_loss: float = 1.0
+    fail_at: int = 0  # raise RuntimeError at this step (0: never)
+    nan_at: int = 0  # yield a NaN loss at this step (0: never)
+    blow_up_at: int = 0  # loss x 1e6 from this step on (0: never)
+    sleep_s: float = 0.0  # per step
+
+    def __post_init__(self) -> None:
+        if self.training_steps < 1:
+            raise ConfigError(f"muzero.training_steps={self.training_steps} must be >= 1")
+
+
+def loss_at(step: int, *, seed: int, base_loss: float, scale: float) -> float:
+    """The stand-in's ``loss/total`` at ``step``: ``base * (1 + seed/10) * scale' / step``."""
+    return base_loss * (1.0 + seed / 10.0) * (1.0 + scale) / step
+
+
+def train(
+    config: MuZeroConfig, task: TaskConfig, variant: Any, placement: Any, *, seed: int
+) -> Iterator[dict[str, float]]:
+    del task, placement
+    scale = float(variant.params.get("scale", 0.0))
+    for step in range(1, config.training_steps + 1):
+        if config.sleep_s:
+            time.sleep(config.sleep_s)
+        if step == config.fail_at:
+            raise RuntimeError(f"stand-in failure at step {step}")
+        loss = loss_at(step, seed=seed, base_loss=config.base_loss, scale=scale)
+        if config.blow_up_at and step >= config.blow_up_at:
+            loss *= 1e6
+        if step == config.nan_at:
+            loss = float("nan")
+        yield {
+            "step": step,
+            "loss/total": loss,
+            "grad/global_norm": 2.0 * loss,
+            "nonfinite": 0.0 if loss == loss else 1.0,
+            "eval/return": 0.1 * step,
+        }
