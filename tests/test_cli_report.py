@@ -1,0 +1,116 @@
+"""`gradlab table` and `gradlab plot` through Typer's CliRunner on the real app."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from cli.main import app
+
+runner = CliRunner()
+
+
+def _job(root, name, *, status="completed", variant="none", seed=0, ablation="hs", ret=0.5):
+    job = root / name
+    job.mkdir(parents=True)
+    summary = {"status": status, "job": name, "ablation": ablation, "group": {"variant": variant},
+               "seed": seed, "threshold": 0.9, "stability": {"final_return": ret}}  # fmt: skip
+    (job / "summary.json").write_text(json.dumps(summary))
+    rows = [{"step": t, "loss/total": 1.0 / t, "eval/return": ret * t / 4} for t in range(1, 5)]
+    (job / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+
+
+@pytest.fixture()
+def folder(tmp_path):
+    root = tmp_path / "hs"
+    for seed, (a, b) in enumerate([(0.2, 0.5), (0.4, 0.9)]):
+        _job(root, f"none-{seed}", variant="none", seed=seed, ret=a)
+        _job(root, f"sg-{seed}", variant="scale_gradient", seed=seed, ret=b)
+    _job(root, "sg-2", status="running", variant="scale_gradient", seed=2, ret=99.0)
+    return root
+
+
+def test_table_markdown(folder):
+    result = runner.invoke(app, ["table", str(folder), "-m", "final_return"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("| variant") and "final return" in lines[0]
+    assert lines[2].startswith("| none ") and "0.3 [" in lines[2]  # mean of 0.2, 0.4
+    assert "**0.7 [" in lines[3] and "1.00" in lines[3]  # best; P(better) = 4/4
+    assert "1 running" in lines[3]
+
+
+def test_table_latex_to_file_and_json(folder, tmp_path):
+    out = tmp_path / "t" / "table.tex"
+    result = runner.invoke(app, ["table", str(folder), "--stat", "iqm", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    assert r"\toprule" in text and r"scale\_gradient" in text and "IQM" in text
+    result = runner.invoke(app, ["table", str(folder), "-f", "json", "-m", "final_return"])
+    assert json.loads(result.stdout)["rows"][1]["final_return"] == pytest.approx(0.7)
+
+
+def test_plot(folder, tmp_path):
+    result = runner.invoke(app, ["plot", str(folder), "--out", str(tmp_path / "figs")])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "figs" / "return.png").stat().st_size > 0
+    assert (tmp_path / "figs" / "divergence.pdf").stat().st_size > 0
+    assert result.stdout.count("wrote ") == 6  # return, loss, divergence (no grad keys) x 2
+
+
+def _corrupt(root):
+    (root / "job").mkdir(parents=True)
+    (root / "job" / "summary.json").write_text("{not json")
+
+
+def _mixed(root):
+    _job(root, "a", ablation="hs")
+    _job(root, "b", ablation="clip")
+
+
+@pytest.mark.parametrize(
+    "make, args, message",
+    [
+        (None, [], "does not exist"),
+        (lambda root: root.mkdir(), [], "no runs in"),
+        (_corrupt, [], "corrupt summary file"),
+        (_mixed, [], "mixed ablations"),
+        (lambda root: _job(root, "a", status="running"), [], "no finished"),
+        (lambda root: _job(root, "a"), ["--stat", "mode"], "unknown statistic 'mode'"),
+        (lambda root: _job(root, "a"), ["-f", "xml"], "unknown format 'xml'"),
+        (lambda root: _job(root, "a"), ["-m", "nope"], "unknown metric 'nope'"),
+    ],
+)
+def test_table_bad_input_is_one_line_exit_2(tmp_path, make, args, message):
+    root = tmp_path / "results"
+    if make is not None:
+        make(root)
+    result = runner.invoke(app, ["table", str(root), *args])
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: ")
+    assert message in result.stderr and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("make", [None, _corrupt, _mixed])
+def test_plot_bad_folder_is_one_line_exit_2(tmp_path, make):
+    root = tmp_path / "results"
+    if make is not None:
+        make(root)
+    result = runner.invoke(app, ["plot", str(root)])
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: ")
+
+
+def test_report_commands_do_not_import_tensorflow(folder):
+    code = (
+        "import sys; from typer.testing import CliRunner; from cli.main import app; "
+        f"r = CliRunner().invoke(app, ['table', {str(folder)!r}]); "
+        "assert r.exit_code == 0, r.output; "
+        "print(any(m == 'tensorflow' or m.startswith('tensorflow.') for m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
