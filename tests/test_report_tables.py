@@ -135,8 +135,10 @@ def test_same_folder_same_table(sweep):
     assert summarize(sweep).equals(summarize(sweep))
 
 
-def test_stability_recomputed_from_metrics_when_absent(tmp_path):
-    job = _job(tmp_path, "a", status="completed", group={"variant": "none"}, seed=0)
+@pytest.mark.parametrize("stored", [None, {}])
+def test_stability_recomputed_from_metrics_when_absent(tmp_path, stored):
+    job = _job(tmp_path, "a", status="completed", group={"variant": "none"}, seed=0,
+               stability=stored)  # fmt: skip
     rows = [{"step": s, "loss/total": 4.0 - s, "eval/return": 0.3 * s} for s in (1, 2, 3)]
     (job / "metrics.jsonl").write_text("\n".join(map(json.dumps, rows)))
     runs = load_results(tmp_path).runs

@@ -96,7 +96,7 @@ def _summary_paths(root: Path) -> list[Path]:
 
 def _stability(summary: dict, job_dir: Path) -> dict:
     stability = summary.get("stability")
-    if isinstance(stability, dict):
+    if isinstance(stability, dict) and stability:
         return stability
     metrics = job_dir / "metrics.jsonl"
     if summary["status"] in FINISHED and metrics.exists():
