@@ -8,12 +8,16 @@ hand; it can be told to fail, blow up or go NaN at a given step.
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from experiments.errors import ConfigError
 
+PATH = Path(__file__).resolve()
+CONF = PATH.parents[1] / "conf"
 TASKS = {"catch": ("stand-in catch", 0.9)}
 
 
@@ -63,3 +67,28 @@ def train(
             "nonfinite": 0.0 if loss == loss else 1.0,
             "eval/return": 0.1 * step,
         }
+
+
+STANDIN_MUZERO_YAML = """\
+training_steps: 5
+base_loss: 1.0
+fail_at: 0
+nan_at: 0
+blow_up_at: 0
+sleep_s: 0.0
+"""
+
+
+def make_conf(root: Path) -> Path:
+    """A copy of gradlab's ``conf/`` with the stand-in's ``muzero/`` and ``task/`` sections.
+
+    Returns:
+      The new config folder, ``root / "conf"``.
+    """
+    conf = root / "conf"
+    shutil.copytree(CONF, conf, ignore=shutil.ignore_patterns("__pycache__", "muzero", "task"))
+    (conf / "muzero").mkdir()
+    (conf / "task").mkdir()
+    (conf / "muzero" / "default.yaml").write_text(STANDIN_MUZERO_YAML)
+    (conf / "task" / "catch.yaml").write_text("# stand-in catch\nname: catch\n")
+    return conf

@@ -1,0 +1,184 @@
+"""Tests of one job: statuses, metrics rows, budgets, divergence, failure isolation."""
+
+from __future__ import annotations
+
+import json
+
+import _standin_job as standin
+import pytest
+
+from experiments import runner, store
+from experiments.config import (
+    BudgetConfig,
+    DivergenceConfig,
+    LoggerConfig,
+    RunConfig,
+    VariantConfig,
+)
+
+
+class _Recorder:
+    """A tracker that records what the runner sends it."""
+
+    def __init__(self):
+        self.steps, self.summary = [], None
+
+    def log(self, row, *, step):
+        self.steps.append(step)
+
+    def finish(self, summary):
+        self.summary = summary
+
+
+def _cfg(*, seed=0, variant="none", budget=None, divergence=None, **muzero):
+    return RunConfig(
+        seed=seed,
+        task_name="catch",
+        ablation="test",
+        task=standin.TaskConfig(),
+        muzero=standin.MuZeroConfig(**muzero),
+        variant=VariantConfig(
+            variant, params={"scale": 0.5} if variant == "scale_gradient" else {}
+        ),
+        budget=budget or BudgetConfig(),
+        divergence=divergence or DivergenceConfig(factor=100.0, reference_steps=2),
+        logger=LoggerConfig(mode="none"),
+    )
+
+
+def _run(tmp_path, cfg, **kwargs):
+    tracker = _Recorder()
+    summary = runner.run_job(
+        cfg,
+        tmp_path / "job",
+        job="job",
+        overrides={"variant": cfg.variant.name, "seed": str(cfg.seed), "runtime.threads": "1"},
+        resolved={"seed": cfg.seed},
+        train_fn=standin.train,
+        tasks=standin.TASKS,
+        tracker=tracker,
+        **kwargs,
+    )
+    return summary, tracker
+
+
+def test_completed_run_writes_rows_summary_and_config(tmp_path):
+    cfg = _cfg(seed=2, variant="scale_gradient", training_steps=4)
+    summary, tracker = _run(tmp_path, cfg)
+    job = tmp_path / "job"
+    assert summary["status"] == "completed" and summary["steps"] == 4
+    rows = store.read_metrics(job / "metrics.jsonl")
+    assert [r["step"] for r in rows] == [1, 2, 3, 4]
+    # loss = base * (1 + seed/10) * (1 + scale) / step, by hand: 1 * 1.2 * 1.5 / 3 = 0.6
+    assert rows[2]["loss/total"] == pytest.approx(0.6)
+    assert tracker.steps == [1, 2, 3, 4] and tracker.summary["status"] == "completed"
+    on_disk = json.loads((job / "summary.json").read_text())
+    assert on_disk["status"] == "completed" and on_disk["threshold"] == 0.9
+    assert on_disk["overrides"] == {"variant": "scale_gradient", "seed": "2"}  # no bookkeeping
+    assert on_disk["group"] == {"variant": "scale_gradient"}
+    assert on_disk["variant_params"] == {"scale": 0.5}
+    assert "tensorflow" in on_disk["versions"] and "wandb" in on_disk["versions"]
+    assert (job / "config.yaml").read_text() == "seed: 2\n"
+    assert not (job / "error.txt").exists()
+
+
+def test_exception_is_a_failed_result_with_traceback(tmp_path):
+    summary, tracker = _run(tmp_path, _cfg(training_steps=5, fail_at=3))
+    assert summary["status"] == "failed" and summary["steps"] == 2
+    assert summary["error"] == "RuntimeError: stand-in failure at step 3"
+    trace = (tmp_path / "job" / "error.txt").read_text()
+    assert "Traceback" in trace and "stand-in failure at step 3" in trace
+    assert len(store.read_metrics(tmp_path / "job" / "metrics.jsonl")) == 2
+    assert tracker.summary["status"] == "failed"
+
+
+def test_nan_loss_diverges_at_its_step(tmp_path):
+    summary, _ = _run(tmp_path, _cfg(training_steps=8, nan_at=4))
+    assert summary["status"] == "diverged" and summary["diverged_step"] == 4
+    assert summary["steps"] == 4  # the bad row is kept, nothing after it
+
+
+def test_loss_blow_up_past_factor_diverges(tmp_path):
+    # reference = mean of steps 1, 2 = (1 + 0.5) / 2 = 0.75; step 5 loss = 1e6 / 5 >> 100 * 0.75
+    summary, _ = _run(tmp_path, _cfg(training_steps=9, blow_up_at=5))
+    assert summary["status"] == "diverged" and summary["diverged_step"] == 5
+
+
+def test_loss_under_factor_is_not_divergence():
+    check = runner._Divergence(factor=10.0, reference_steps=2)
+    rows = [{"loss/total": 1.0}, {"loss/total": 3.0}, {"loss/total": 19.9}, {"loss/total": 20.1}]
+    # reference 2.0: 19.9 < 20 passes, 20.1 > 20 diverges
+    assert [check.diverged(r) for r in rows] == [False, False, False, True]
+    assert check.diverged({"loss/total": 1.0, "nonfinite": 1.0})
+    assert runner._Divergence(factor=10, reference_steps=5).diverged({"grad/x": float("inf")})
+
+
+def test_step_budget_cuts_short_with_timeout(tmp_path):
+    summary, _ = _run(tmp_path, _cfg(training_steps=10, budget=BudgetConfig(max_steps=3)))
+    assert summary["status"] == "timeout" and summary["steps"] == 3
+    assert len(store.read_metrics(tmp_path / "job" / "metrics.jsonl")) == 3
+
+
+def test_step_budget_equal_to_run_length_is_completed(tmp_path):
+    summary, _ = _run(tmp_path, _cfg(training_steps=3, budget=BudgetConfig(max_steps=3)))
+    assert summary["status"] == "completed" and summary["steps"] == 3
+
+
+def test_wall_budget_times_out_with_partial_metrics(tmp_path):
+    ticks = iter(range(100))  # a fake clock: one second per call
+    cfg = _cfg(training_steps=50, budget=BudgetConfig(max_wall_s=6.5))
+    summary, _ = _run(tmp_path, cfg, clock=lambda: float(next(ticks)))
+    # t0 = 0; each step reads the clock twice (budget check, elapsed): checks at 1, 3, 5, 7
+    assert summary["status"] == "timeout" and summary["steps"] == 3
+    assert len(store.read_metrics(tmp_path / "job" / "metrics.jsonl")) == 3
+
+
+def test_rerun_starts_metrics_over_and_clears_old_error(tmp_path):
+    _run(tmp_path, _cfg(training_steps=5, fail_at=4))
+    assert (tmp_path / "job" / "error.txt").exists()
+    summary, _ = _run(tmp_path, _cfg(training_steps=2))
+    assert summary["status"] == "completed"
+    assert [r["step"] for r in store.read_metrics(tmp_path / "job" / "metrics.jsonl")] == [1, 2]
+    assert not (tmp_path / "job" / "error.txt").exists()
+
+
+def test_execute_skips_finished_and_never_raises(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(runner.BACKEND_ENV, str(standin.PATH))
+    cfg = {
+        "seed": 0,
+        "task": {"name": "catch"},
+        "muzero": {"training_steps": 2},
+        "variant": {"name": "none", "placement": "pseudocode"},
+        "logger": {"mode": "none"},
+        "runtime": {"progress": False},
+    }
+    job_dir = tmp_path / "variant=none__seed=0"
+    args = {"overrides": ["variant=none", "seed=0"], "task_name": "catch", "ablation": "t"}
+    assert runner.execute(cfg, job_dir, **args)["status"] == "completed"
+    assert runner.execute(cfg, job_dir, **args) == {
+        "status": "skipped",
+        "job": "variant=none__seed=0",
+        "reason": "completed",
+    }
+    forced = {**cfg, "runtime": {"force": True, "progress": False}}
+    assert runner.execute(forced, job_dir, **args)["status"] == "completed"
+    bad = {**cfg, "muzero": {"training_steps": "many"}, "runtime": {"force": True}}
+    result = runner.execute(bad, job_dir, **args)  # a config error inside a job: recorded
+    assert result["status"] == "failed" and "training_steps" in result["error"]
+    assert "Traceback" in (job_dir / "error.txt").read_text()
+    out = capsys.readouterr().out
+    assert "[completed] variant=none__seed=0: 2 steps" in out and "[  skipped]" in out
+
+
+def test_limit_threads_sets_tensorflow_env(monkeypatch):
+    import sys
+
+    monkeypatch.delitem(sys.modules, "tensorflow", raising=False)  # as in a fresh job process
+    for var in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS"):
+        monkeypatch.delenv(var, raising=False)
+    runner.limit_threads(None)
+    import os
+
+    assert "TF_NUM_INTRAOP_THREADS" not in os.environ
+    runner.limit_threads(3)
+    assert os.environ["TF_NUM_INTRAOP_THREADS"] == "3" == os.environ["OMP_NUM_THREADS"]

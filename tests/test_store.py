@@ -1,0 +1,120 @@
+"""Tests of the results folder: job names, atomic writes, torn-line reads, resume decisions."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from experiments import store
+from experiments.errors import ConfigError
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        (["variant=scale_gradient", "seed=0"], "variant=scale_gradient__seed=0"),
+        (["seed=0", "variant=scale_gradient"], "variant=scale_gradient__seed=0"),
+        (
+            ["seed=3", "variant.scale=0.25", "variant=scale_gradient", "ablation=scale_value"],
+            "variant=scale_gradient__variant.scale=0.25__seed=3",
+        ),
+        (["logger=none", "runtime.threads=1", "runtime.results_dir=/x/y"], "default"),
+        ([], "default"),
+        (["+muzero.extra=1", "seed=1"], "muzero.extra=1__seed=1"),
+        (["task.id=ALE/Pong-v5"], "task.id=ALE-Pong-v5"),
+        (["hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "seed=2"], "seed=2"),
+        (["variant.placement=paper", "variant=none"], "variant=none__variant.placement=paper"),
+    ],
+)
+def test_job_name(overrides, expected):
+    assert store.job_name(overrides) == expected
+
+
+def test_job_name_is_filesystem_safe_and_mapping_equivalent():
+    name = store.job_name({"task.id": "../../etc passwd*?", "seed": "0"})
+    assert "/" not in name and " " not in name and "*" not in name and "?" not in name
+    assert not name.startswith(".")
+    assert store.job_name({"seed": "1", "variant": "none"}) == store.job_name(
+        ["variant=none", "seed=1"]
+    )
+
+
+def test_parse_overrides_rejects_missing_equals():
+    with pytest.raises(ConfigError, match="'variant' is not of the form key=value"):
+        store.parse_overrides(["variant"])
+    assert store.parse_overrides(["++a.b=1", "~c"]) == {"a.b": "1", "~c": ""}
+
+
+def test_ablation_dir(tmp_path):
+    assert store.ablation_dir(tmp_path, "hidden_scale") == tmp_path / "hidden_scale"
+    assert store.ablation_dir(tmp_path, None) == tmp_path / "runs"
+
+
+def test_atomic_write_replaces_whole_file_and_leaves_no_temp(tmp_path):
+    path = tmp_path / "sub" / "summary.json"
+    store.write_json_atomic(path, {"status": "running", "x": float("nan")})
+    store.write_json_atomic(path, {"status": "completed", "loss": float("inf")})
+    assert json.loads(path.read_text()) == {"status": "completed", "loss": "inf"}
+    assert sorted(p.name for p in path.parent.iterdir()) == ["summary.json"]
+
+
+def test_atomic_write_keeps_old_file_when_serialisation_fails(tmp_path):
+    path = tmp_path / "summary.json"
+    store.write_json_atomic(path, {"status": "running"})
+    with pytest.raises(TypeError):
+        store.write_json_atomic(path, {"status": object()})
+    assert json.loads(path.read_text()) == {"status": "running"}
+    assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]
+
+
+def test_metrics_roundtrip_with_nonfinite_values(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    with store.MetricsWriter(path) as writer:
+        writer.append({"step": 1, "loss/total": 2.5})
+        writer.append({"step": 2, "loss/total": float("nan"), "grad/global_norm": float("-inf")})
+    assert writer.rows == 2
+    rows = store.read_metrics(path)
+    assert rows[0] == {"step": 1, "loss/total": 2.5}
+    assert math.isnan(rows[1]["loss/total"]) and rows[1]["grad/global_norm"] == -math.inf
+
+
+def test_metrics_writer_starts_a_fresh_file(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    with store.MetricsWriter(path) as writer:
+        writer.append({"step": 1})
+        writer.append({"step": 2})
+    with store.MetricsWriter(path) as writer:  # a re-run must not duplicate rows
+        writer.append({"step": 1})
+    assert store.read_metrics(path) == [{"step": 1}]
+
+
+def test_read_metrics_tolerates_a_torn_last_line_only(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    path.write_text('{"step": 1}\n{"step": 2}\n{"step": 3, "loss/to')
+    assert store.read_metrics(path) == [{"step": 1}, {"step": 2}]
+    path.write_text('{"step": 1}\n{"ste\n{"step": 3}\n')
+    with pytest.raises(ConfigError, match="line 2"):
+        store.read_metrics(path)
+    assert store.read_metrics(tmp_path / "missing.jsonl") == []
+
+
+@pytest.mark.parametrize(
+    ("content", "force", "expected"),
+    [
+        (None, False, (True, "new")),
+        ('{"status": "completed"}', False, (False, "completed")),
+        ('{"status": "diverged"}', False, (False, "diverged")),
+        ('{"status": "timeout"}', False, (False, "timeout")),
+        ('{"status": "completed"}', True, (True, "forced")),
+        ('{"status": "failed"}', False, (True, "failed")),
+        ('{"status": "running"}', False, (True, "unfinished")),
+        ('{"status": "compl', False, (True, "unfinished")),
+        ('{"status": "bogus"}', False, (True, "unfinished")),
+    ],
+)
+def test_should_run(tmp_path, content, force, expected):
+    if content is not None:
+        (tmp_path / "summary.json").write_text(content)
+    assert store.should_run(tmp_path, force=force) == expected
