@@ -6,12 +6,13 @@ is row ``b * N + n`` (node 0 the root, node ``s + 1`` the leaf added by simulati
 offset so its normalised value score is exactly 0), and the last row is a scratch node that
 absorbs the writes of paths shorter than the longest one (its value sum is NaN, so it never
 enters MinMaxStats). Per node we keep what selection reads, already in the form it needs:
-``explore = (log((N + c2 + 1) / c2) + c1) * sqrt(N)``, ``inv_visits = 1 / (N + 1)`` and
-``q = reward + discount * value_sum / N``; they are refreshed in the backup, once per simulation,
-so a selection step costs a dozen NumPy calls whatever B is.
+``explore_prior = (log((N + c2 + 1) / c2) + c1) * sqrt(N) * prior``, ``inv_visits = 1 / (N + 1)``
+and ``q = reward + discount * value_sum / N``; they are refreshed in the backup, once per
+simulation, so a selection step costs about ten NumPy calls whatever B is. (The pUCT score is thus
+computed in a different but equivalent order from the pseudocode's: equal up to float rounding.)
 
-Per simulation: selection (a Python loop over depth; trees that have found their leaf recompute
-the same choice, harmlessly), one ``recurrent_fn`` call, expansion, then the backup of the whole
+Per simulation: selection (a Python loop over depth; a tree that has found its leaf steps into
+its null node and stays there), one ``recurrent_fn`` call, expansion, then the backup of the whole
 path matrix ``[depth + 1, B]`` at once (returns by the pseudocode's recursion, one row at a time,
 so each tree's numbers are bit-for-bit those of a search run on that tree alone).
 """
@@ -99,20 +100,21 @@ def search_trees(
     roots = rows * n_nodes  # [B]
     nulls = n_real + rows  # [B]
 
-    children = np.repeat(nulls, n_nodes)  # [B*N] -> filled below to [T, A]
-    children = np.concatenate([children, nulls, [scratch]])[:, None].repeat(num_actions, axis=1)
+    # Node arrays, [T] or [T, A] with T = B * N + B + 1 (real nodes, per-tree nulls, scratch).
+    children = np.concatenate([np.repeat(nulls, n_nodes), nulls, [scratch]])  # null: absorbing
+    children = np.repeat(children[:, None], num_actions, axis=1)  # [T, A] child ids
     prior = np.zeros((total, num_actions))  # [T, A] priors of each node's children
+    explore_prior = np.zeros((total, num_actions))  # [T, A] exploration_weight(N) * prior
     visits = np.zeros(total, dtype=np.intp)  # [T]
     value_sum = np.zeros(total)  # [T]
     reward = np.zeros(total)  # [T] reward of the transition into the node (root: 0)
-    q_node = np.zeros(total)  # [T] reward + discount * value_sum / visits
-    explore = np.zeros(total)  # [T] exploration_weight(visits)
+    q_node = np.zeros(total)  # [T] reward + discount * value_sum / visits; nulls: min-max lo
     inv_visits = np.ones(total)  # [T] 1 / (visits + 1)
     hidden = np.empty((n_real, width), dtype=root_hidden.dtype)  # [B*N, H]
     value_sum[scratch] = np.nan
 
     counts = np.arange(num_simulations + 2)
-    explore_table = exploration_weight(counts, pb_c_base, pb_c_init)
+    explore_table = exploration_weight(counts, pb_c_base, pb_c_init)[:, None]  # [S + 2, 1]
     inv_table = 1.0 / (counts + 1.0)
     hidden[roots] = root_hidden
     prior[roots] = root_prior
@@ -124,25 +126,35 @@ def search_trees(
     lo2, rg2 = np.zeros((batch, 1)), np.ones((batch, 1))
     shapes = ((batch, width), (batch,), (batch,), (batch, num_actions))
     for sim in range(num_simulations):
-        node = roots
-        path = [roots]
         if sim == 0:
-            action = first_action
-            path.append(nulls)
+            path, actions = [roots, nulls], [first_action]
         else:
+            # Selection, all trees a level at a time. A tree whose choice has no child yet steps
+            # into its null node, which selects action 0 back into itself (score 0 everywhere).
+            node = roots
+            path, actions = [roots], []
             while True:
-                child = children[node]  # [B, A]
-                score = (explore[node][:, None] * prior[node]) * inv_visits[child]
-                score += (q_node[child] - lo2) / rg2
+                child = children.take(node, axis=0)  # [B, A]
+                score = explore_prior.take(node, axis=0) * inv_visits[child]
+                value_score = q_node[child]  # a fresh [B, A] array: update it in place
+                value_score -= lo2
+                value_score /= rg2
+                score += value_score
                 action = score.argmax(axis=1)  # ties: lowest index
-                nxt = child[rows, action]
-                path.append(nxt)
-                stop = nxt >= n_real
-                if stop.all():
+                node = child[rows, action]
+                path.append(node)
+                actions.append(action)
+                if node.min() >= n_real:
                     break
-                node = np.where(stop, node, nxt)
+        path_ids = np.stack(path)  # [D + 1, B]: root .. parent of leaf, then nulls
+        real = path_ids < n_real
+        leaf_depth = real.sum(axis=0)  # [B], >= 1
+        parent = path_ids[leaf_depth - 1, rows]
+        action = np.stack(actions)[leaf_depth - 1, rows] if len(actions) > 1 else actions[0]
 
-        outputs = tuple(np.asarray(x) for x in recurrent_fn(hidden[node], action.astype(np.int32)))
+        outputs = tuple(
+            np.asarray(x) for x in recurrent_fn(hidden[parent], action.astype(np.int32))
+        )
         for name, arr, shape in zip(_OUTPUT_NAMES, outputs, shapes, strict=True):
             if arr.shape != shape:
                 raise ConfigError(
@@ -151,16 +163,13 @@ def search_trees(
                 )
         next_hidden, leaf_reward, leaf_value, leaf_logits = outputs
         leaf = roots + (sim + 1)
-        children[node, action] = leaf
+        children[parent, action] = leaf
         hidden[leaf] = next_hidden
         reward[leaf] = leaf_reward
         prior[leaf] = softmax(leaf_logits)
 
-        # Backup (pseudocode backpropagate) of every tree's path at once. Column b of `path_ids`
-        # holds tree b's root .. leaf, then scratch.
-        path_ids = np.stack(path)  # [D + 1, B]
-        real = path_ids < n_real
-        leaf_depth = real.sum(axis=0)  # [B]
+        # Backup (pseudocode backpropagate) of every tree's path at once: column b of
+        # `path_ids` becomes tree b's root .. leaf, then scratch.
         path_ids = np.where(real, path_ids, scratch)
         path_ids[leaf_depth, rows] = leaf
         path_reward = reward[path_ids]  # [D + 1, B]; scratch rows 0
@@ -181,7 +190,8 @@ def search_trees(
         visits[path_ids] = new_visits
         q = path_reward + discount * (new_sum / new_visits)  # scratch: NaN
         q_node[path_ids] = q
-        explore[path_ids] = explore_table[new_visits]
+        flat_ids = path_ids.ravel()
+        explore_prior[flat_ids] = explore_table[new_visits.ravel()] * prior.take(flat_ids, axis=0)
         inv_visits[path_ids] = inv_table[new_visits]
         q_min = np.fmin(q_min, np.fmin.reduce(q, axis=0))
         q_max = np.fmax(q_max, np.fmax.reduce(q, axis=0))
