@@ -298,7 +298,7 @@ def plot_all(results: Results, out_dir: str | Path) -> dict[str, list[Path]]:
         )
     if has("loss/total"):
         figures["loss"] = learning_curve(
-            results, curves, "loss/total", ylabel="total loss (per sample)"
+            results, curves, "loss/total", ylabel="total loss (mean over batch)"
         )
     if has("grad/global_norm"):
         figures["grad_norm"] = learning_curve(
