@@ -212,6 +212,35 @@ def test_chain_discounts_rewards_and_leaf_values_by_hand():
     assert out.q_values[0, 0] == pytest.approx(1 + 0.5 * 9.5 / 3)
 
 
+@pytest.mark.parametrize("sims", [1, 7, 40])
+def test_chain_root_value_closed_form(sims):
+    # Simulation s returns sum_{j<s} 0.5^j + 0.5^s * 4 = 2 + 2 * 0.5^s; the mean over s = 1..n is
+    # 2 + (2 / n) * (1 - 0.5^n). Depth reaches n: the backup handles long paths.
+    out = run_search(
+        np.zeros((2, 2)),
+        np.zeros(2),
+        np.zeros((2, 1)),
+        _chain,
+        num_simulations=sims,
+        discount=0.5,
+        rng=np.random.default_rng(0),
+    )
+    np.testing.assert_allclose(out.root_value, 2 + (2 / sims) * (1 - 0.5**sims), rtol=1e-12)
+
+
+def test_non_finite_model_outputs_do_not_crash():
+    def broken(hidden, action):
+        batch = hidden.shape[0]
+        return hidden, np.full(batch, np.nan), np.full(batch, np.inf), np.full((batch, 2), np.nan)
+
+    out = run_search(
+        np.zeros((3, 2)), np.zeros(3), np.zeros((3, 2)), broken,
+        num_simulations=5, discount=0.9, rng=np.random.default_rng(0),
+    )  # fmt: skip
+    np.testing.assert_array_equal(out.visit_counts.sum(axis=1), 5)
+    assert np.isnan(out.root_value).all()
+
+
 def test_root_network_value_is_not_backed_up():
     common = dict(num_simulations=3, discount=0.5, rng=np.random.default_rng(0))
     a = run_search(np.zeros((1, 2)), np.array([100.0]), np.zeros((1, 1)), _chain, **common)

@@ -29,7 +29,9 @@ Choices where the pseudocode leaves room (or where we deviate), all deliberate:
   before the first simulation and only when ``dirichlet_fraction > 0`` (so evaluation consumes no
   randomness). NumPy draws the rows in order, so B trees searched one at a time with one shared
   generator get the same noise as one batched search: batched == B independent searches, exactly.
-* Numerics: tree statistics are float64; hidden states keep the dtype ``recurrent_fn`` returns.
+* Numerics: tree statistics are float64; hidden states keep the dtype of ``root_hidden``. The
+  pUCT score is evaluated in a rearranged but equivalent order (see ``_tree.py``): equal to the
+  pseudocode's up to float rounding; the backed-up returns follow its recursion exactly.
   Non-finite network outputs are not checked (a diverging run must not crash here; the learner's
   ``nonfinite`` flag reports it).
 """
