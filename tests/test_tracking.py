@@ -1,0 +1,102 @@
+"""Tests of the W&B mirror: offline run files, namespacing, and failures that never stop a job."""
+
+from __future__ import annotations
+
+import pytest
+
+from experiments import tracking
+
+
+def _tracker(job_dir, mode="offline"):
+    return tracking.make_tracker(
+        job_dir,
+        mode=mode,
+        group="hidden_scale",
+        job_type="scale_gradient",
+        name="variant=scale_gradient__seed=0",
+        tags=("catch",),
+        config={"seed": 0, "variant": {"name": "scale_gradient"}},
+    )
+
+
+def test_namespaced_keys():
+    row = {"step": 3, "loss/total": 1.5, "nonfinite": 0.0, "eval/return": 1, "note": "x"}
+    assert tracking.namespaced(row) == {
+        "loss/total": 1.5,
+        "train/nonfinite": 0.0,
+        "eval/return": 1.0,
+    }
+
+
+def test_none_mode_writes_nothing(tmp_path):
+    tracker = _tracker(tmp_path, mode="none")
+    tracker.log({"loss/total": 1.0}, step=1)
+    tracker.finish({"status": "completed"})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_offline_run_lands_in_the_job_folder(tmp_path, monkeypatch):
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    tracker = _tracker(tmp_path)
+    assert tracker.active
+    for step in (1, 2):
+        tracker.log({"step": step, "loss/total": 1.0 / step}, step=step)
+    tracker.finish({"status": "completed", "steps": 2, "stability": {"final_loss": 0.5}})
+    assert not tracker.active
+    runs = list(tmp_path.glob("wandb/offline-run-*/run-*.wandb"))
+    assert len(runs) == 1 and runs[0].stat().st_size > 0
+
+
+def test_online_without_key_warns_once_and_logs_offline(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
+    tracker = _tracker(tmp_path / "job", mode="online")
+    tracker.log({"loss/total": 1.0}, step=1)
+    tracker.finish({"status": "completed"})
+    err = capsys.readouterr().err
+    assert err.count("warning: W&B") == 1 and "no W&B API key" in err
+    assert list((tmp_path / "job").glob("wandb/offline-run-*/run-*.wandb"))
+
+
+class _Broken:
+    def __init__(self):
+        self.summary = self
+
+    def log(self, *a, **k):
+        raise ConnectionError("network down\nsecond line")
+
+    def update(self, *a, **k):
+        raise ConnectionError("still down")
+
+    def finish(self, **k):
+        raise ConnectionError("down at finish")
+
+
+def test_wandb_failures_warn_once_and_never_raise(tmp_path, monkeypatch, capsys):
+    import wandb
+
+    monkeypatch.setattr(wandb, "init", lambda **kwargs: _Broken())
+    tracker = _tracker(tmp_path)
+    tracker.log({"loss/total": 1.0}, step=1)  # fails: warns, closes
+    tracker.log({"loss/total": 1.0}, step=2)  # no-op now
+    tracker.finish({"status": "completed"})
+    err = capsys.readouterr().err
+    assert err.count("warning: W&B") == 1 and "ConnectionError: network down" in err
+
+
+@pytest.mark.parametrize("mode", ["offline", "online"])
+def test_init_failure_continues_without_wandb(tmp_path, monkeypatch, capsys, mode):
+    import wandb
+
+    monkeypatch.setenv("WANDB_API_KEY", "x" * 40)
+
+    def boom(**kwargs):
+        raise RuntimeError("init exploded")
+
+    monkeypatch.setattr(wandb, "init", boom)
+    tracker = _tracker(tmp_path, mode=mode)
+    assert not tracker.active
+    tracker.log({"loss/total": 1.0}, step=1)
+    tracker.finish({"status": "completed"})
+    err = capsys.readouterr().err
+    assert err.count("warning: W&B") == 1 and "init exploded" in err
