@@ -8,6 +8,7 @@ hand; it can be told to fail, blow up or go NaN at a given step.
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 import time
 from collections.abc import Iterator
@@ -66,6 +67,7 @@ def train(
             "grad/global_norm": 2.0 * loss,
             "nonfinite": 0.0 if loss == loss else 1.0,
             "eval/return": 0.1 * step,
+            "env/threads": float(os.environ.get("TF_NUM_INTRAOP_THREADS", 0)),
         }
 
 

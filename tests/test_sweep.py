@@ -1,0 +1,135 @@
+"""A real tiny multirun through Hydra (joblib launcher), resume, and failure isolation.
+
+The job is the stand-in (``tests/_standin_job.py``): the point here is the machinery around it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import _standin_job as standin
+import pytest
+from typer.testing import CliRunner
+
+from cli.main import app
+from experiments import runner, store
+
+JOBS = [f"variant={v}__seed={s}" for v in ("none", "scale_gradient") for s in (0, 1)]
+
+
+def _summary(job_dir):
+    return json.loads((job_dir / "summary.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    """One joblib sweep of 2 variants x 2 seeds, shared by the tests below."""
+    root = tmp_path_factory.mktemp("sweep")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(runner.BACKEND_ENV, str(standin.PATH))
+        mp.delenv("WANDB_MODE", raising=False)
+        conf = standin.make_conf(root)
+        res = root / "res"
+        args = [
+            "sweep",
+            "ablation=hidden_scale",
+            "variant=none,scale_gradient",
+            "seed=0,1",
+            f"runtime.results_dir={res}",
+            "--config-dir",
+            str(conf),
+        ]
+        result = CliRunner().invoke(app, [*args, "--jobs", "2"])
+        yield {"result": result, "args": args, "res": res, "mp": mp}
+
+
+def test_joblib_sweep_writes_every_job_folder(swept):
+    result = swept["result"]
+    assert result.exit_code == 0, result.output
+    assert "4 jobs: 4 completed, 0 diverged, 0 timeout, 0 failed, 0 skipped" in result.output
+    ablation = swept["res"] / "hidden_scale"
+    assert f"wandb sync {ablation}/*/wandb/offline-run-*" in result.output
+    assert sorted(p.name for p in ablation.iterdir() if p.is_dir()) == sorted(JOBS)
+    for name in JOBS:
+        job = ablation / name
+        summary = _summary(job)
+        assert summary["status"] == "completed" and summary["job"] == name
+        assert summary["ablation"] == "hidden_scale" and summary["steps"] == 5
+        variant, seed = name.split("__")
+        assert summary["group"] == {"variant": variant.split("=")[1]}
+        assert summary["seed"] == int(seed.split("=")[1])
+        rows = store.read_metrics(job / "metrics.jsonl")
+        assert [r["step"] for r in rows] == [1, 2, 3, 4, 5]
+        scale = 0.5 if "scale_gradient" in name else 0.0
+        expected = standin.loss_at(5, seed=summary["seed"], base_loss=1.0, scale=scale)
+        assert rows[-1]["loss/total"] == pytest.approx(expected)
+        # each of the 2 parallel jobs got its share of the cores as TensorFlow threads
+        assert rows[0]["env/threads"] == max(1, len(os.sched_getaffinity(0)) // 2)
+        assert "variant:" in (job / "config.yaml").read_text()
+        assert len(list(job.glob("wandb/offline-run-*/run-*.wandb"))) == 1
+    assert "WANDB_DIR" not in os.environ and "TF_NUM_INTRAOP_THREADS" not in os.environ
+
+
+def test_second_invocation_runs_nothing_and_deleted_summary_reruns(swept):
+    ablation = swept["res"] / "hidden_scale"
+    before = {n: (ablation / n / "metrics.jsonl").stat().st_mtime_ns for n in JOBS}
+    again = CliRunner().invoke(app, swept["args"])
+    assert again.exit_code == 0, again.output
+    assert "4 jobs: 0 completed, 0 diverged, 0 timeout, 0 failed, 4 skipped" in again.output
+    assert {n: (ablation / n / "metrics.jsonl").stat().st_mtime_ns for n in JOBS} == before
+
+    dry = CliRunner().invoke(app, [*swept["args"], "--dry-run"])
+    assert "0 to run, 4 to skip" in dry.output
+
+    (ablation / JOBS[1] / "summary.json").unlink()
+    dry = CliRunner().invoke(app, [*swept["args"], "--dry-run"])
+    assert (
+        "1 to run, 3 to skip" in dry.output and f"run   {ablation / JOBS[1]}  (new)" in dry.output
+    )
+    rerun = CliRunner().invoke(app, swept["args"])
+    assert rerun.exit_code == 0, rerun.output
+    assert "4 jobs: 1 completed, 0 diverged, 0 timeout, 0 failed, 3 skipped" in rerun.output
+    assert _summary(ablation / JOBS[1])["status"] == "completed"
+    assert len(store.read_metrics(ablation / JOBS[1] / "metrics.jsonl")) == 5
+    assert len(list((ablation / JOBS[1]).glob("wandb/offline-run-*"))) == 2  # old + new run
+
+    forced = CliRunner().invoke(app, [*swept["args"], "--force", "logger=none"])
+    assert "4 jobs: 4 completed" in forced.output
+
+
+def test_failures_are_isolated_and_rerun(tmp_path, monkeypatch):
+    monkeypatch.setenv(runner.BACKEND_ENV, str(standin.PATH))
+    conf = standin.make_conf(tmp_path)
+    res = tmp_path / "res"
+    args = [
+        "sweep",
+        "ablation=hidden_scale",
+        "variant=none",
+        "seed=0",
+        "muzero.nan_at=0,2",
+        "muzero.fail_at=0,3",
+        "logger=none",
+        f"runtime.results_dir={res}",
+        "--config-dir",
+        str(conf),
+    ]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 1, result.output  # a job failed: non-zero, after all jobs ran
+    assert "4 jobs: 1 completed, 2 diverged, 0 timeout, 1 failed, 0 skipped" in result.output
+    ablation = res / "hidden_scale"
+    failed = ablation / "muzero.fail_at=3__muzero.nan_at=0__variant=none__seed=0"
+    assert _summary(failed)["status"] == "failed"
+    assert "stand-in failure at step 3" in (failed / "error.txt").read_text()
+    diverged = _summary(ablation / "muzero.fail_at=3__muzero.nan_at=2__variant=none__seed=0")
+    assert diverged["status"] == "diverged" and diverged["diverged_step"] == 2
+
+    # a job killed mid-run: summary says running, metrics torn; the re-run redoes it exactly once
+    killed = ablation / "muzero.fail_at=0__muzero.nan_at=0__variant=none__seed=0"
+    store.write_json_atomic(killed / "summary.json", {**_summary(killed), "status": "running"})
+    with open(killed / "metrics.jsonl", "a") as f:
+        f.write('{"step": 6, "loss/to')
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 1
+    assert "4 jobs: 1 completed, 0 diverged, 0 timeout, 1 failed, 2 skipped" in again.output
+    assert [r["step"] for r in store.read_metrics(killed / "metrics.jsonl")] == [1, 2, 3, 4, 5]
