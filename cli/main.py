@@ -41,3 +41,7 @@ from cli import jobs as _jobs  # noqa: E402
 app.command("run")(_jobs.run)
 app.command("sweep")(_jobs.sweep)
 app.command("list")(_jobs.list_)
+
+from cli import bench as _bench  # noqa: E402
+
+app.command("bench")(_bench.bench)

@@ -1,0 +1,153 @@
+"""`gradlab bench`: the Performance figures, as ratios measured side by side in one process."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Annotated
+
+import typer
+
+from cli._errors import guarded
+from experiments.errors import ConfigError, unknown_choice
+
+__all__ = ["FORMATS", "bench"]
+
+FORMATS = ("rich", "md", "json")
+
+
+@guarded
+def bench(
+    quick: Annotated[
+        bool,
+        typer.Option("--quick", help="Tiny repeat counts: shows every measurement works (CI)."),
+    ] = False,
+    fmt: Annotated[
+        str,
+        typer.Option("--format", "-f", help="Output format: rich (terminal tables), md or json."),
+    ] = "rich",
+    repeats: Annotated[
+        int | None,
+        typer.Option(help="Timed rounds per comparison (median reported); default 3, quick 1."),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seeds networks, batches, boards and the run.")] = 0,
+) -> None:
+    """Measure gradlab's speed: every figure a ratio of two rates timed in the same rounds.
+
+    (a) training samples/s of the compiled K-step train step vs the same step eager and vs the
+    paper pseudocode's per-sample loop; (b) simulations/s of the batched search vs one
+    environment at a time; (c) GFLOP/s of the train step vs a large compiled matmul; (d)
+    environment steps/s and training steps/s of a default catch run; and how long `gradlab
+    --help` and `gradlab list` take to start. The full bench takes a few minutes.
+
+    Examples:
+
+      gradlab bench
+
+      gradlab bench --quick --format json
+    """
+    if fmt not in FORMATS:
+        raise unknown_choice("format", fmt, FORMATS)
+    if repeats is not None and repeats < 1:
+        raise ConfigError(f"--repeats {repeats} is invalid; expected an integer >= 1")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    from experiments.bench import BenchSettings, run_bench  # TensorFlow is imported in there
+
+    overrides: dict = {"seed": seed}
+    if repeats is not None:
+        overrides["repeats"] = repeats
+    settings = BenchSettings.quick(**overrides) if quick else BenchSettings(**overrides)
+    report = run_bench(settings, progress=lambda message: typer.echo(f"bench: {message}", err=True))
+    if fmt == "json":
+        typer.echo(json.dumps(report.to_dict(), indent=2))
+    elif fmt == "md":
+        typer.echo(markdown(report))
+    else:
+        _rich(report)
+
+
+def _met(flag: bool | None) -> str:
+    return "-" if flag is None else ("yes" if flag else "NO")
+
+
+def _rate(report, name: str) -> str:
+    rate = report.rates[name]
+    return f"{rate.value:.4g} {rate.unit}"
+
+
+def _ratio_rows(report) -> list[tuple[str, ...]]:
+    return [
+        (
+            ratio.name,
+            f"{ratio.value:.3g}x" if ratio.target >= 1 else f"{ratio.value:.1%}",
+            f">= {ratio.target:g}x" if ratio.target >= 1 else f">= {ratio.target:.0%}",
+            _met(ratio.met),
+            f"{ratio.numerator} {_rate(report, ratio.numerator)}",
+            f"{ratio.denominator} {_rate(report, ratio.denominator)}",
+        )
+        for ratio in report.ratios
+    ]
+
+
+def _rate_rows(report) -> list[tuple[str, ...]]:
+    return [
+        (
+            rate.name,
+            f"{rate.value:.4g}",
+            rate.unit,
+            " ".join(f"{r:.4g}" for r in rate.runs),
+            rate.what,
+        )
+        for rate in report.rates.values()
+    ]
+
+
+def _timing_rows(report) -> list[tuple[str, ...]]:
+    return [
+        (
+            t.name,
+            f"{t.seconds:.2f}",
+            "-" if t.target_max is None else f"<= {t.target_max:g}",
+            _met(t.met),
+            t.what,
+        )
+        for t in report.timings
+    ]
+
+
+_RATIO_HEAD = ("ratio", "value", "target", "met", "rate A", "rate B")
+_RATE_HEAD = ("rate", "median", "unit", "rounds", "what")
+_TIMING_HEAD = ("time", "seconds", "target", "met", "what")
+
+
+def markdown(report) -> str:
+    """The report as three Markdown tables (ratios, rates, times)."""
+    lines = [f"Device: {report.device}.", ""]
+    for head, rows in (
+        (_RATIO_HEAD, _ratio_rows(report)),
+        (_RATE_HEAD, _rate_rows(report)),
+        (_TIMING_HEAD, _timing_rows(report)),
+    ):
+        lines.append("| " + " | ".join(head) + " |")
+        lines.append("|" + "---|" * len(head))
+        lines += ["| " + " | ".join(row) + " |" for row in rows]
+        lines.append("")
+    return "\n".join(lines).rstrip()
+
+
+def _rich(report) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    for title, head, rows in (
+        (f"gradlab bench ({report.device}): ratios", _RATIO_HEAD, _ratio_rows(report)),
+        ("Rates behind them (median of rounds)", _RATE_HEAD, _rate_rows(report)),
+        ("Times", _TIMING_HEAD, _timing_rows(report)),
+    ):
+        table = Table(title=title)
+        for column in head:
+            table.add_column(column, overflow="fold")
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)

@@ -1,0 +1,386 @@
+"""``gradlab bench``: every figure of the Performance section, measured side by side in one process.
+
+Four comparisons, each a ratio of two rates measured in the same rounds (see ``_timing``):
+
+* (a) training samples/s of the compiled K-step train step vs the same step eager, and vs the
+  paper pseudocode's loop over samples (``train_step``);
+* (b) search simulations/s of the batched search vs one environment at a time (``search``);
+* (c) achieved GFLOP/s of the compiled train step (analytic Dense FLOPs, ``flops``) vs a large
+  compiled matmul, timed in the same rounds as (a);
+* (d) environment steps/s and training steps/s of a default catch run (``end_to_end``), with the
+  projected time of the whole run; and the start time of ``gradlab --help`` / ``gradlab list``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from typing import Any
+
+from experiments.errors import ConfigError
+
+__all__ = ["BenchReport", "BenchSettings", "Rate", "Ratio", "Timing", "run_bench"]
+
+
+@dataclasses.dataclass(frozen=True)
+class BenchSettings:
+    """Sizes and repeat counts of the bench (defaults: the full bench of the README).
+
+    Attributes:
+      hidden_size: H of the train-step and search networks.
+      width: units of their hidden Dense layers.
+      batch_size: B of the train step.
+      unroll_steps: K of the train step.
+      compiled_calls: compiled train steps per timed block.
+      eager_calls: eager train steps per timed block.
+      loop_samples: samples of the batch the pseudocode loop goes through per block (its rate is
+        per sample; all ``batch_size`` in the full bench).
+      matmul_size: N of the ``[N, N] @ [N, N]`` reference matmul.
+      matmul_calls: matmuls per timed block.
+      search_batch: B of the batched search.
+      num_simulations: simulations per search.
+      single_searches: one-root searches per timed block of the one-at-a-time side.
+      run_steps: training steps consumed of the default catch run.
+      run_skip: its first steps, excluded from the rates.
+      run_unroll_steps: K of that run, ``None`` for the default (``--quick`` shortens nothing
+        else of it).
+      repeats: timed rounds per comparison (medians are reported).
+      cli_repeats: runs of each ``gradlab`` start-time command (best is reported).
+      seed: seeds networks, batches, boards and the run.
+    """
+
+    hidden_size: int = 64
+    width: int = 64
+    batch_size: int = 128
+    unroll_steps: int = 5
+    compiled_calls: int = 50
+    eager_calls: int = 2
+    loop_samples: int = 128
+    matmul_size: int = 2048
+    matmul_calls: int = 3
+    search_batch: int = 64
+    num_simulations: int = 50
+    single_searches: int = 64
+    run_steps: int = 300
+    run_skip: int = 10
+    run_unroll_steps: int | None = None
+    repeats: int = 3
+    cli_repeats: int = 3
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if field.name == "run_unroll_steps" and value is None:
+                continue
+            minimum = 0 if field.name == "seed" else 1
+            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+                raise ConfigError(
+                    f"bench {field.name}={value!r} is invalid; expected an integer >= {minimum}"
+                )
+        if self.loop_samples > self.batch_size:
+            raise ConfigError(
+                f"bench loop_samples={self.loop_samples} exceeds batch_size={self.batch_size}"
+            )
+        if self.single_searches > self.search_batch:
+            raise ConfigError(
+                f"bench single_searches={self.single_searches} exceeds "
+                f"search_batch={self.search_batch}"
+            )
+        if self.run_skip >= self.run_steps:
+            raise ConfigError(
+                f"bench run_skip={self.run_skip} is invalid; expected fewer than "
+                f"run_steps={self.run_steps}"
+            )
+
+    @classmethod
+    def quick(cls, **overrides: Any) -> BenchSettings:
+        """Tiny block and repeat counts: every measurement runs once, for CI (not for figures)."""
+        values = dict(
+            compiled_calls=5,
+            eager_calls=1,
+            loop_samples=2,
+            matmul_size=256,
+            matmul_calls=2,
+            search_batch=8,
+            num_simulations=5,
+            single_searches=4,
+            run_steps=6,
+            run_skip=2,
+            run_unroll_steps=2,
+            repeats=1,
+            cli_repeats=1,
+        )
+        return cls(**{**values, **overrides})
+
+
+@dataclasses.dataclass(frozen=True)
+class Rate:
+    """A measured rate: the median over rounds, and every round's value."""
+
+    name: str
+    value: float
+    unit: str
+    runs: tuple[float, ...]
+    what: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Ratio:
+    """``value = rates[numerator].value / rates[denominator].value``, with its target."""
+
+    name: str
+    numerator: str
+    denominator: str
+    value: float
+    target: float
+    what: str
+
+    @property
+    def met(self) -> bool:
+        """Whether ``value >= target``."""
+        return self.value >= self.target
+
+
+@dataclasses.dataclass(frozen=True)
+class Timing:
+    """A duration in seconds with the most it should take."""
+
+    name: str
+    seconds: float
+    target_max: float | None
+    what: str
+
+    @property
+    def met(self) -> bool | None:
+        """Whether ``seconds <= target_max`` (None without a target)."""
+        return None if self.target_max is None else self.seconds <= self.target_max
+
+
+@dataclasses.dataclass(frozen=True)
+class BenchReport:
+    """Everything ``gradlab bench`` prints."""
+
+    settings: BenchSettings
+    rates: dict[str, Rate]
+    ratios: list[Ratio]
+    timings: list[Timing]
+    device: str
+    train_step_flops: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (ratios and timings with their ``met`` flags)."""
+        return {
+            "device": self.device,
+            "settings": dataclasses.asdict(self.settings),
+            "train_step_flops": self.train_step_flops,
+            "rates": {name: dataclasses.asdict(rate) for name, rate in self.rates.items()},
+            "ratios": {r.name: {**dataclasses.asdict(r), "met": r.met} for r in self.ratios},
+            "timings": {t.name: {**dataclasses.asdict(t), "met": t.met} for t in self.timings},
+        }
+
+
+def _ratio(rates: dict[str, Rate], name: str, top: str, bottom: str, target: float, what: str):
+    value = rates[top].value / rates[bottom].value
+    if not math.isfinite(value) or value <= 0:
+        raise RuntimeError(f"ratio {name} = {value} is not a positive finite number")
+    return Ratio(name, top, bottom, value, target, what)
+
+
+def run_bench(
+    settings: BenchSettings, *, progress: Callable[[str], None] = lambda message: None
+) -> BenchReport:
+    """Runs every measurement of the bench (minutes for the defaults, ~half a minute quick)."""
+    import numpy as np
+    import tensorflow as tf
+
+    from experiments.bench import end_to_end, flops, search, train_step
+    from experiments.bench._timing import Case, interleaved_rates, median
+    from experiments.tasks import TaskConfig, make_env
+
+    s = settings
+    env = make_env(TaskConfig(), 1, seed=s.seed)
+    sizes = {"observation_size": env.observation_size, "num_actions": env.num_actions}
+    rates: dict[str, Rate] = {}
+
+    def add(name: str, runs: list[float], unit: str, what: str, scale: float = 1.0) -> None:
+        runs = [r * scale for r in runs]
+        rates[name] = Rate(name, median(runs), unit, tuple(runs), what)
+
+    progress("train step: compiling, then compiled vs eager vs pseudocode loop vs matmul")
+    learner = train_step.make_learner(
+        hidden_size=s.hidden_size,
+        width=s.width,
+        batch_size=s.batch_size,
+        unroll_steps=s.unroll_steps,
+        seed=s.seed,
+        **sizes,
+    )
+    batch = train_step.random_batch(
+        np.random.default_rng(s.seed), batch_size=s.batch_size, unroll_steps=s.unroll_steps, **sizes
+    )
+    tensors = {k: tf.constant(v) for k, v in learner.batch_tensors(batch).items()}
+
+    def steps(update: Callable, calls: int) -> Callable[[], float]:
+        def run() -> float:
+            loss = 0.0
+            for _ in range(calls):
+                loss = float(update(tensors)["loss/total"])  # waits for the step
+            return loss
+
+        return run
+
+    matmul_run, matmul_flops = flops.matmul_case(s.matmul_size, calls=s.matmul_calls, seed=s.seed)
+    cases = [
+        Case("compiled", steps(learner._update, s.compiled_calls), s.compiled_calls * s.batch_size),
+        Case("eager", steps(learner._update_weights, s.eager_calls), s.eager_calls * s.batch_size),
+        Case(
+            "loop",
+            lambda: train_step.pseudocode_step(learner, tensors, num_samples=s.loop_samples),
+            s.loop_samples,
+            warm=lambda: train_step.pseudocode_step(learner, tensors, num_samples=1),
+        ),
+        Case("matmul", matmul_run, matmul_flops),
+    ]
+    measured = interleaved_rates(cases, repeats=s.repeats)
+    nets = learner.networks
+    step_flops = flops.train_step_flops(
+        nets.representation,
+        nets.dynamics,
+        nets.prediction,
+        batch_size=s.batch_size,
+        unroll_steps=s.unroll_steps,
+    )
+    shape = f"H={s.hidden_size}, width={s.width}, B={s.batch_size}, K={s.unroll_steps}"
+    add("train/compiled", measured["compiled"], "samples/s", f"tf.function(jit_compile), {shape}")
+    add("train/eager", measured["eager"], "samples/s", f"same Python step, eager, {shape}")
+    add(
+        "train/pseudocode_loop",
+        measured["loop"],
+        "samples/s",
+        f"eager loop over {s.loop_samples} samples, one tape, one optimizer step",
+    )
+    add(
+        "flops/train_step",
+        measured["compiled"],
+        "GFLOP/s",
+        f"compiled step, {step_flops / 1e6:.1f} MFLOP/step (Dense fwd+bwd, analytic)",
+        scale=step_flops / s.batch_size / 1e9,
+    )
+    add(
+        "flops/matmul",
+        measured["matmul"],
+        "GFLOP/s",
+        f"compiled float32 [{s.matmul_size}]^2 matmul",
+        scale=1e-9,
+    )
+
+    progress("search: batched vs one environment at a time")
+    (batched, batched_work), (single, single_work) = search.search_cases(
+        nets,
+        observation_size=sizes["observation_size"],
+        batch_size=s.search_batch,
+        num_simulations=s.num_simulations,
+        single_searches=s.single_searches,
+        seed=s.seed,
+    )
+    measured = interleaved_rates(
+        [Case("batched", batched, batched_work), Case("single", single, single_work)],
+        repeats=s.repeats,
+    )
+    add(
+        "search/batched",
+        measured["batched"],
+        "simulations/s",
+        f"B={s.search_batch} trees, {s.num_simulations} simulations, one model call each",
+    )
+    add(
+        "search/one_at_a_time",
+        measured["single"],
+        "simulations/s",
+        f"{s.single_searches} searches of B=1, same compiled model",
+    )
+
+    progress(f"default catch run: {s.run_steps} training steps")
+    run = end_to_end.run_rates(
+        steps=s.run_steps, skip=s.run_skip, seed=s.seed, unroll_steps=s.run_unroll_steps
+    )
+    window = f"default catch run, steps {s.run_skip}..{s.run_steps}"
+    rates["run/env_steps"] = Rate(
+        "run/env_steps", run.env_steps_per_s, "env steps/s", (run.env_steps_per_s,), window
+    )
+    rates["run/train_steps"] = Rate(
+        "run/train_steps", run.train_steps_per_s, "steps/s", (run.train_steps_per_s,), window
+    )
+
+    progress("gradlab start time")
+    timings = [
+        Timing(
+            "run/first_steps",
+            run.first_steps_s,
+            None,
+            f"start-up, warm-up self-play, compilation, {s.run_skip} steps",
+        ),
+        Timing(
+            "run/projected",
+            run.projected_run_s,
+            60.0,
+            "a whole default catch run, projected from the rates above",
+        ),
+        Timing(
+            "cli/help",
+            end_to_end.cli_start_seconds(["--help"], repeats=s.cli_repeats),
+            1.0,
+            f"gradlab --help, fresh process, best of {s.cli_repeats}",
+        ),
+        Timing(
+            "cli/list",
+            end_to_end.cli_start_seconds(["list"], repeats=s.cli_repeats),
+            1.0,
+            f"gradlab list, fresh process, best of {s.cli_repeats}",
+        ),
+    ]
+    ratios = [
+        _ratio(
+            rates,
+            "compiled_vs_eager",
+            "train/compiled",
+            "train/eager",
+            50.0,
+            "train step",
+        ),
+        _ratio(
+            rates,
+            "compiled_vs_pseudocode_loop",
+            "train/compiled",
+            "train/pseudocode_loop",
+            2000.0,
+            "train step",
+        ),
+        _ratio(
+            rates,
+            "batched_vs_one_at_a_time",
+            "search/batched",
+            "search/one_at_a_time",
+            20.0,
+            "search",
+        ),
+        _ratio(
+            rates,
+            "train_step_vs_matmul",
+            "flops/train_step",
+            "flops/matmul",
+            0.10,
+            "fraction of practical peak",
+        ),
+    ]
+    devices = tf.config.list_physical_devices("GPU")
+    device = devices[0].name if devices else f"CPU ({_cpu_count()} cores)"
+    return BenchReport(s, rates, ratios, timings, device, step_flops)
+
+
+def _cpu_count() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
