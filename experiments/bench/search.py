@@ -4,7 +4,9 @@ Both sides call :func:`experiments.muzero.search.run_search` with the compiled
 :class:`~experiments.muzero.selfplay.Inference` ``recurrent`` as the model: batched, B roots in
 one search (one model call per simulation for all B trees); one at a time, the same roots as B
 searches of one root each (one model call per simulation per tree), as a per-environment actor
-does. Roots come from one batched ``initial`` call on random boards; it is not timed.
+does. Roots come from one batched ``initial`` call on random boards; it is not timed. The root
+noise is drawn from one generator per block, row by row, so the one-at-a-time block computes the
+very visit counts of the batched one (``run_search`` guarantees batched == independent searches).
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ def search_cases(
 
     Returns:
       ``((batched_run, batch_size * num_simulations), (single_run, single_searches *
-      num_simulations))``.
+      num_simulations))``; the runs return the visit counts ``[B, A]`` and
+      ``[single_searches, A]``.
     """
     rng = np.random.default_rng(seed)
     inference = Inference(networks, jit_compile=True)
@@ -49,7 +52,7 @@ def search_cases(
     hidden, value, logits = inference.initial(boards)
     noise_seed = int(rng.integers(2**31 - 1))
 
-    def search(rows: slice) -> np.ndarray:
+    def search(rows: slice, rng: np.random.Generator) -> np.ndarray:
         out = run_search(
             hidden[rows],
             value[rows],
@@ -57,15 +60,16 @@ def search_cases(
             inference.recurrent,
             num_simulations=num_simulations,
             discount=0.997,
-            rng=np.random.default_rng(noise_seed),
+            rng=rng,
         )
         return out.visit_counts
 
     def batched() -> np.ndarray:
-        return search(slice(0, batch_size))
+        return search(slice(0, batch_size), np.random.default_rng(noise_seed))
 
-    def single() -> list[np.ndarray]:
-        return [search(slice(b, b + 1)) for b in range(single_searches)]
+    def single() -> np.ndarray:
+        rng = np.random.default_rng(noise_seed)  # rows of noise drawn in order, as batched
+        return np.concatenate([search(slice(b, b + 1), rng) for b in range(single_searches)])
 
     return (
         (batched, batch_size * num_simulations),

@@ -1,0 +1,204 @@
+"""`gradlab bench`: the quick bench through the CLI, the FLOP counter by hand, the baselines'
+equivalence with what they are compared to, the interleaved timer on a fake clock, bad options.
+
+No assertion here depends on how fast anything runs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from typer.testing import CliRunner
+
+from cli.main import app
+from experiments.bench import BenchSettings
+from experiments.bench._timing import Case, interleaved_rates, median
+from experiments.bench.flops import dense_shapes, forward_flops, train_step_flops
+from experiments.bench.search import search_cases
+from experiments.bench.train_step import make_learner, pseudocode_gradients, random_batch
+from experiments.errors import ConfigError
+from experiments.muzero.config import NetworkConfig
+from experiments.muzero.networks import Networks
+
+RATIOS = {
+    "compiled_vs_eager": ("train/compiled", "train/eager"),
+    "compiled_vs_pseudocode_loop": ("train/compiled", "train/pseudocode_loop"),
+    "batched_vs_one_at_a_time": ("search/batched", "search/one_at_a_time"),
+    "train_step_vs_matmul": ("flops/train_step", "flops/matmul"),
+}
+
+
+@pytest.fixture(scope="module")
+def quick() -> dict:
+    result = CliRunner().invoke(app, ["bench", "--quick", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_quick_json_ratios_are_positive_and_match_their_rates(quick):
+    assert set(quick["ratios"]) == set(RATIOS)
+    for name, (top, bottom) in RATIOS.items():
+        ratio = quick["ratios"][name]
+        assert (ratio["numerator"], ratio["denominator"]) == (top, bottom)
+        assert math.isfinite(ratio["value"]) and ratio["value"] > 0
+        expected = quick["rates"][top]["value"] / quick["rates"][bottom]["value"]
+        assert ratio["value"] == pytest.approx(expected, rel=1e-12)
+        assert ratio["met"] == (ratio["value"] >= ratio["target"])
+
+
+def test_quick_json_rates_are_medians_of_their_rounds(quick):
+    expected = {*(n for pair in RATIOS.values() for n in pair), "run/env_steps", "run/train_steps"}
+    assert set(quick["rates"]) == expected
+    for rate in quick["rates"].values():
+        assert all(math.isfinite(r) and r > 0 for r in rate["runs"])
+        assert rate["value"] == pytest.approx(median(rate["runs"]), rel=1e-12)
+    # The train step's GFLOP/s is its samples/s times the analytic FLOPs per sample.
+    s = quick["settings"]
+    per_sample = quick["train_step_flops"] / s["batch_size"]
+    compiled, gflops = quick["rates"]["train/compiled"], quick["rates"]["flops/train_step"]
+    assert gflops["runs"] == pytest.approx([r * per_sample / 1e9 for r in compiled["runs"]])
+
+
+def test_quick_json_flop_count_and_times(quick):
+    s = quick["settings"]
+    # catch: O = 50, A = 3; H = width = 64; categorical value 11 bins, reward 5 bins
+    repr_, dyn, pred = 50 * 64 + 64 * 64, 67 * 64 + 64 * 64 + 64 * 5, 64 * 64 + 64 * 3 + 64 * 11
+    K = s["unroll_steps"]
+    assert quick["train_step_flops"] == 3 * s["batch_size"] * 2 * (repr_ + K * dyn + (K + 1) * pred)
+    assert set(quick["timings"]) == {"run/first_steps", "run/projected", "cli/help", "cli/list"}
+    for timing in quick["timings"].values():
+        assert math.isfinite(timing["seconds"]) and timing["seconds"] > 0
+
+
+def _tiny_networks(depth: int) -> Networks:
+    config = NetworkConfig(hidden_size=3, width=4, depth=depth, support="scalar")
+    return Networks(config, observation_size=5, num_actions=2, seed=0)
+
+
+def test_flop_counter_by_hand():
+    nets = _tiny_networks(depth=1)
+    # representation 5 -> 4 -> 3; dynamics (3 + 2) -> 4 -> {3, reward 1}; prediction 3 -> 4 ->
+    # {policy 2, value 1}
+    assert dense_shapes(nets.representation) == [(5, 4), (4, 3)]
+    assert sorted(dense_shapes(nets.dynamics)) == [(4, 1), (4, 3), (5, 4)]
+    assert forward_flops(nets.representation) == 2 * (20 + 12)  # 64
+    assert forward_flops(nets.dynamics) == 2 * (20 + 12 + 4)  # 72
+    assert forward_flops(nets.prediction) == 2 * (12 + 8 + 4)  # 48
+    # B = 2, K = 3: 3 (fwd + bwd) * 2 * (64 + 3 * 72 + 4 * 48) = 6 * 472
+    flops = train_step_flops(
+        nets.representation, nets.dynamics, nets.prediction, batch_size=2, unroll_steps=3
+    )
+    assert flops == 2832
+
+
+def test_flop_counter_linear_networks():
+    nets = _tiny_networks(depth=0)
+    assert forward_flops(nets.representation) == 2 * 5 * 3
+    assert forward_flops(nets.dynamics) == 2 * (5 * 3 + 5 * 1)
+    assert forward_flops(nets.prediction) == 2 * (3 * 2 + 3 * 1)
+
+
+def test_pseudocode_loop_has_the_learners_loss_and_gradients():
+    learner = make_learner(
+        hidden_size=4,
+        width=8,
+        batch_size=3,
+        unroll_steps=2,
+        observation_size=6,
+        num_actions=3,
+        seed=1,
+    )
+    batch = random_batch(
+        np.random.default_rng(2), batch_size=3, unroll_steps=2, observation_size=6, num_actions=3
+    )
+    tensors = {k: tf.constant(v) for k, v in learner.batch_tensors(batch).items()}
+    variables = learner.networks.trainable_variables
+    with tf.GradientTape() as tape:
+        _, outputs = learner.unroll(tensors["observations"], tensors["actions"])
+        expected = learner.losses(outputs, tensors)["total"]
+    expected_grads = tape.gradient(expected, variables)
+    loss, grads = pseudocode_gradients(learner, tensors)
+    assert float(loss) == pytest.approx(float(expected), rel=1e-5)
+    assert float(loss) > 0
+    for got, want in zip(grads, expected_grads, strict=True):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-6)
+
+
+def test_one_at_a_time_search_computes_the_batched_visit_counts():
+    nets = _tiny_networks(depth=1)
+    (batched, batched_work), (single, single_work) = search_cases(
+        nets, observation_size=5, batch_size=3, num_simulations=6, single_searches=3, seed=0
+    )
+    assert (batched_work, single_work) == (18, 18)
+    visits = batched()
+    assert visits.shape == (3, 2)
+    assert (visits.sum(axis=1) == 6).all()
+    np.testing.assert_array_equal(single(), visits)
+
+
+class _FakeClock:
+    """Advances by the scripted duration of whichever case ran last."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.calls: list[str] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def case(self, name: str, seconds: float) -> Case:
+        def run() -> None:
+            self.calls.append(name)
+            self.now += seconds
+
+        def warm() -> None:
+            self.calls.append(f"warm {name}")
+
+        return Case(name, run, work=12.0, warm=warm)
+
+
+def test_interleaved_rates_alternate_order_and_divide_work_by_time():
+    clock = _FakeClock()
+    cases = [clock.case("a", 2.0), clock.case("b", 3.0)]
+    rates = interleaved_rates(cases, repeats=3, clock=clock)
+    assert clock.calls == ["warm a", "warm b", "a", "b", "b", "a", "a", "b"]
+    assert rates == {"a": [6.0, 6.0, 6.0], "b": [4.0, 4.0, 4.0]}
+    assert median([5.0, 1.0, 3.0]) == 3.0
+
+
+def test_interleaved_rates_reject_bad_arguments():
+    clock = _FakeClock()
+    with pytest.raises(ValueError, match="repeats"):
+        interleaved_rates([clock.case("a", 1.0)], repeats=0, clock=clock)
+    with pytest.raises(ValueError, match="distinct"):
+        interleaved_rates([clock.case("a", 1.0), clock.case("a", 1.0)], repeats=1, clock=clock)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--format", "xml"], "unknown format 'xml'; choose one of: json, md, rich"),
+        (["--repeats", "0"], "--repeats 0 is invalid"),
+    ],
+)
+def test_bad_options_exit_2_with_one_line(args, message):
+    result = CliRunner().invoke(app, ["bench", "--quick", *args])
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0]
+    assert "Traceback" not in result.output
+
+
+def test_settings_reject_inconsistent_sizes():
+    with pytest.raises(ConfigError, match="loop_samples=200 exceeds batch_size=128"):
+        BenchSettings(loop_samples=200)
+    with pytest.raises(ConfigError, match="single_searches"):
+        BenchSettings.quick(single_searches=9)
+    with pytest.raises(ConfigError, match="repeats=0"):
+        BenchSettings(repeats=0)
+    with pytest.raises(ConfigError, match="run_skip"):
+        BenchSettings(run_steps=5, run_skip=5)
