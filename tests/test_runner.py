@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import _standin_job as standin
@@ -13,6 +14,7 @@ from experiments.config import (
     DivergenceConfig,
     LoggerConfig,
     RunConfig,
+    RuntimeConfig,
     VariantConfig,
 )
 
@@ -171,14 +173,24 @@ def test_execute_skips_finished_and_never_raises(tmp_path, monkeypatch, capsys):
 
 
 def test_limit_threads_sets_tensorflow_env(monkeypatch):
+    import os
     import sys
 
     monkeypatch.delitem(sys.modules, "tensorflow", raising=False)  # as in a fresh job process
-    for var in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS"):
-        monkeypatch.delenv(var, raising=False)
+    env: dict[str, str] = {}
+    monkeypatch.setattr(os, "environ", env)  # the job's own environment, restored after
     runner.limit_threads(None)
-    import os
-
-    assert "TF_NUM_INTRAOP_THREADS" not in os.environ
+    assert env == {}
     runner.limit_threads(3)
-    assert os.environ["TF_NUM_INTRAOP_THREADS"] == "3" == os.environ["OMP_NUM_THREADS"]
+    assert env == {
+        "TF_NUM_INTRAOP_THREADS": "3",
+        "TF_NUM_INTEROP_THREADS": "3",
+        "OMP_NUM_THREADS": "3",
+    }
+
+
+def test_progress_bar_on_a_terminal_does_not_break_the_job(tmp_path, monkeypatch):
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True, raising=False)
+    cfg = dataclasses.replace(_cfg(training_steps=3), runtime=RuntimeConfig(progress=True))
+    summary, _ = _run(tmp_path, cfg)
+    assert summary["status"] == "completed" and summary["steps"] == 3
