@@ -92,7 +92,8 @@ class MuZeroConfig:
       network: the networks' settings.
       training_steps: learner updates in the default budget.
       num_envs: parallel self-play environments (one batched search over all of them).
-      selfplay_steps: batched environment steps (num_envs transitions each) per learner update.
+      selfplay_interval: one batched move of all self-play environments (num_envs transitions)
+        every this many learner updates (the replay ratio knob: acting costs more than learning).
       warmup_steps: batched environment steps taken before the first update.
       num_simulations: MCTS simulations per move.
       discount: gamma.
@@ -122,7 +123,7 @@ class MuZeroConfig:
     network: NetworkConfig = dataclasses.field(default_factory=NetworkConfig)
     training_steps: int = 1500
     num_envs: int = 16
-    selfplay_steps: int = 1
+    selfplay_interval: int = 1
     warmup_steps: int = 10
     num_simulations: int = 8
     discount: float = 0.997
@@ -150,7 +151,7 @@ class MuZeroConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.network, NetworkConfig):
             raise ConfigError(f"muzero.network={self.network!r} is not a NetworkConfig")
-        for name in ("training_steps", "num_envs", "selfplay_steps", "num_simulations"):
+        for name in ("training_steps", "num_envs", "selfplay_interval", "num_simulations"):
             _positive_int("muzero", name, getattr(self, name))
         for name in ("unroll_steps", "td_steps", "batch_size", "replay_capacity"):
             _positive_int("muzero", name, getattr(self, name))

@@ -126,7 +126,7 @@ class Networks:
 
     def initial_inference(self, observation: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
         """``[B, O]`` -> hidden ``[B, H]``, scalar value ``[B]``, policy logits ``[B, A]``."""
-        hidden = self.representation(observation)
+        hidden = self.representation(tf.convert_to_tensor(observation, tf.float32))
         policy, value = self.prediction(hidden)
         return hidden, self.value_support.to_scalar(value), policy
 
@@ -134,6 +134,7 @@ class Networks:
         self, hidden: tf.Tensor, action: tf.Tensor
     ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
         """``[B, H]``, ``[B]`` int -> next hidden, scalar reward, scalar value, policy logits."""
+        hidden = tf.convert_to_tensor(hidden, tf.float32)
         one_hot = tf.one_hot(tf.cast(action, tf.int32), self.num_actions)
         next_hidden, reward = self.dynamics([hidden, one_hot])
         policy, value = self.prediction(next_hidden)

@@ -37,9 +37,9 @@ def train(
 ) -> Iterator[dict[str, float]]:
     """Trains MuZero on ``task`` with ``variant`` at ``placement``; yields one dict per step.
 
-    Each update is preceded by ``config.selfplay_steps`` batched moves of all self-play
-    environments (``config.warmup_steps`` more before the first update). Keys of each row:
-    ``step``, ``loss/*``, ``grad/*`` (``grad/hidden_depth_{k}`` for k = 0..K), ``hidden/norm_depth_{k}``,
+    Every ``config.selfplay_interval`` updates, all self-play environments make one batched move
+    (``config.warmup_steps`` moves before the first update). Keys of each row: ``step``,
+    ``loss/*``, ``grad/*`` (``grad/hidden_depth_{k}`` for k = 0..K), ``hidden/norm_depth_{k}``,
     ``nonfinite``, ``env/steps``, ``time/elapsed_s``; ``selfplay/return`` when episodes ended
     since the previous row; ``eval/return`` every ``config.eval_every`` steps and at the last.
 
@@ -73,7 +73,7 @@ def train(
         returns += actor.step(0)
 
     for step in range(1, config.training_steps + 1):
-        for _ in range(config.selfplay_steps):
+        if (step - 1) % config.selfplay_interval == 0:
             returns += actor.step(step)
         batch = replay.sample(
             config.batch_size,

@@ -1,0 +1,199 @@
+"""Tests of the compiled train step: loss weights, losses by hand, diagnostics against an
+independent GradientTape computation for every placement, and every variant under XLA."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from experiments.gradients import VARIANTS, get_placement, make_variant, scale_gradient
+from experiments.muzero.config import MuZeroConfig, NetworkConfig
+from experiments.muzero.learner import Learner, step_weights
+from experiments.muzero.networks import Networks
+from experiments.muzero.replay import Batch
+
+K = 3
+
+
+def _config(**kwargs):
+    network = NetworkConfig(hidden_size=6, width=8, value_support_size=3, reward_support_size=2)
+    return MuZeroConfig(network=network, unroll_steps=K, batch_size=4, **kwargs)
+
+
+def _batch(seed=0, b=4):
+    rng = np.random.default_rng(seed)
+    policy = rng.dirichlet(np.ones(3), size=(b, K + 1)).astype(np.float32)
+    mask = np.ones((b, K + 1), np.float32)
+    mask[0, 2:] = 0.0
+    policy[0, 2:] = 0.0
+    return Batch(
+        observations=rng.normal(size=(b, 5)).astype(np.float32),
+        actions=rng.integers(0, 3, size=(b, K)).astype(np.int32),
+        target_value=rng.normal(size=(b, K + 1)).astype(np.float32),
+        target_reward=rng.normal(size=(b, K + 1)).astype(np.float32),
+        target_policy=policy,
+        policy_mask=mask,
+        steps_left=np.array([2, 5, 1, 3], np.int32)[:b],
+    )
+
+
+def _learner(variant="scale_gradient", placement="pseudocode", jit=False, **params):
+    config = _config(jit_compile=jit)
+    v = make_variant(variant, **params)
+    nets = Networks(
+        config.network,
+        observation_size=5,
+        num_actions=3,
+        seed=1,
+        kernel_constraint=v.kernel_constraint,
+    )
+    return Learner(nets, config=config, variant=v, placement=get_placement(placement))
+
+
+def test_step_weights_by_hand():
+    left = np.array([1, 2, 7])
+    np.testing.assert_allclose(
+        step_weights(left, unroll_steps=3, loss_scale="pseudocode"), [[1, 1 / 3, 1 / 3, 1 / 3]] * 3
+    )
+    np.testing.assert_allclose(step_weights(left, unroll_steps=3, loss_scale="none"), 1.0)
+    np.testing.assert_allclose(
+        step_weights(left, unroll_steps=3, loss_scale="remaining"),
+        [[1, 1, 1, 1], [1, 0.5, 0.5, 0.5], [1, 1 / 3, 1 / 3, 1 / 3]],
+    )
+
+
+def _independent(learner, batch, scale, placement):
+    """dLoss/dh_k by adding zero perturbations d_k to the h_k the heads see, and the variable
+    gradients, from a separately written unroll (placements spelled out by hand)."""
+    nets = learner.networks
+    tensors = learner.batch_tensors(batch)
+    deltas = [tf.Variable(tf.zeros((len(batch.actions), 6))) for _ in range(K + 1)]
+    variables = nets.trainable_variables
+
+    def sg(x):
+        return scale_gradient(x, scale)
+
+    with tf.GradientTape() as tape:
+        h = nets.representation(batch.observations) + deltas[0]
+        policy, value = nets.prediction(h)
+        outputs = [(None, value, policy)]
+        hiddens = [h]
+        for k in range(1, K + 1):
+            if placement == "pseudocode":
+                h_in = h if k == 1 else sg(h)
+            elif placement == "paper":
+                h_in = sg(h)
+            else:
+                h_in = h
+            h, reward = nets.dynamics([h_in, tf.one_hot(batch.actions[:, k - 1], 3)])
+            if placement == "hook":
+                h = sg(h)
+            h = h + deltas[k]
+            hiddens.append(h)
+            policy, value = nets.prediction(h)
+            outputs.append((reward, value, policy))
+        total = learner.losses(outputs, tensors)["total"]
+    grads, delta_grads = tape.gradient(total, (variables, deltas))
+    return grads, [float(tf.norm(g)) for g in delta_grads], hiddens
+
+
+@pytest.mark.parametrize(
+    ("placement", "jit"),
+    [("pseudocode", False), ("paper", False), ("hook", False), ("pseudocode", True)],
+)
+def test_diagnostics_match_independent_tape(placement, jit):
+    learner = _learner(placement=placement, jit=jit, scale=0.5)
+    batch = _batch()
+    grads, hidden_grads, hiddens = _independent(learner, batch, 0.5, placement)
+    nets = learner.networks
+    n_repr = len(nets.representation.trainable_variables)
+    n_dyn = len(nets.dynamics.trainable_variables)
+    metrics = learner.update(batch)  # after the independent computation: it changes weights
+    for k in range(K + 1):
+        assert metrics[f"grad/hidden_depth_{k}"] == pytest.approx(hidden_grads[k], rel=1e-4)
+        norm = float(tf.reduce_mean(tf.norm(hiddens[k], axis=-1)))
+        assert metrics[f"hidden/norm_depth_{k}"] == pytest.approx(norm, rel=1e-5)
+    assert metrics["grad/global_norm"] == pytest.approx(float(tf.linalg.global_norm(grads)), 1e-4)
+    split = {
+        "representation": grads[:n_repr],
+        "dynamics": grads[n_repr : n_repr + n_dyn],
+        "prediction": grads[n_repr + n_dyn :],
+    }
+    for name, group in split.items():
+        assert metrics[f"grad/{name}"] == pytest.approx(float(tf.linalg.global_norm(group)), 1e-4)
+    assert metrics["nonfinite"] == 0.0
+
+
+def test_placements_give_different_hidden_gradients():
+    got = {}
+    for placement in ("pseudocode", "hook"):
+        learner = _learner(placement=placement, scale=0.5)
+        learner.update(_batch(1))  # at initialisation the zero output layers pass no gradient
+        got[placement] = learner.update(_batch(2))
+    # hook scales all gradient into h_1 (heads included); pseudocode only what flows onward.
+    assert got["hook"]["grad/hidden_depth_1"] != pytest.approx(
+        got["pseudocode"]["grad/hidden_depth_1"], rel=1e-3
+    )
+
+
+def test_losses_by_hand_no_reward_loss_at_step_zero():
+    learner = _learner(variant="none")
+    batch = _batch()
+    tensors = learner.batch_tensors(batch)
+    _, outputs = learner.unroll(batch.observations, batch.actions)
+    losses = {k: float(v) for k, v in learner.losses(outputs, tensors).items()}
+    nets = learner.networks
+    w = step_weights(batch.steps_left, unroll_steps=K, loss_scale="pseudocode")
+    value = reward = policy = 0.0
+    for k, (r, v, p) in enumerate(outputs):
+        value += np.mean(w[:, k] * nets.value_support.loss(v, batch.target_value[:, k]).numpy())
+        logp = tf.nn.log_softmax(p).numpy()
+        ce = -(batch.target_policy[:, k] * logp).sum(axis=1)
+        policy += np.mean(w[:, k] * ce)
+        if k > 0:
+            reward += np.mean(w[:, k] * nets.reward_support.loss(r, batch.target_reward[:, k]))
+    l2 = 0.5 * 1e-4 * sum(float(np.sum(x.numpy() ** 2)) for x in nets.trainable_variables)
+    assert losses["value"] == pytest.approx(value, rel=1e-5)
+    assert losses["reward"] == pytest.approx(reward, rel=1e-5)
+    assert losses["policy"] == pytest.approx(policy, rel=1e-5)
+    assert losses["l2"] == pytest.approx(l2, rel=1e-5)
+    assert losses["total"] == pytest.approx(value + reward + policy + l2, rel=1e-5)
+    # the step-0 reward target is ignored
+    changed = learner.batch_tensors(_batch())
+    changed["reward"] = changed["reward"].copy()
+    changed["reward"][:, 0] += 100.0
+    assert float(learner.losses(outputs, changed)["reward"]) == pytest.approx(reward, rel=1e-5)
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_every_variant_trains_under_xla(variant):
+    learner = _learner(variant=variant, jit=True)
+    before = [v.numpy().copy() for v in learner.networks.trainable_variables]
+    for seed in range(3):
+        metrics = learner.update(_batch(seed))
+    assert metrics["nonfinite"] == 0.0
+    assert all(np.isfinite(v) for v in metrics.values())
+    after = [v.numpy() for v in learner.networks.trainable_variables]
+    assert any(not np.allclose(a, b) for a, b in zip(before, after, strict=True))
+    if variant == "maxnorm_kernel":
+        for layer in learner.networks.dynamics.layers:
+            if isinstance(layer, keras.layers.Dense):
+                norms = np.linalg.norm(layer.kernel.numpy(), axis=0)
+                assert norms.max() <= 2.0 + 1e-5
+
+
+def test_nonfinite_flag():
+    learner = _learner(variant="none")
+    batch = _batch()
+    bad = Batch(**{**batch.__dict__, "observations": np.full_like(batch.observations, np.nan)})
+    assert learner.update(bad)["nonfinite"] == 1.0
+
+
+def test_sgd_optimizer_and_clipnorm_passed_through():
+    config = _config(optimizer="sgd", momentum=0.5)
+    variant = make_variant("clipnorm", clipnorm=0.1)
+    nets = Networks(config.network, observation_size=5, num_actions=3, seed=0)
+    learner = Learner(nets, config=config, variant=variant, placement=get_placement("paper"))
+    assert isinstance(learner.optimizer, keras.optimizers.SGD)
+    assert learner.optimizer.clipnorm == pytest.approx(0.1)
+    assert learner.optimizer.momentum == pytest.approx(0.5)
