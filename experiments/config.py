@@ -121,12 +121,18 @@ class LoggerConfig:
 
 @dataclasses.dataclass(frozen=True)
 class RuntimeConfig:
-    """Where and how a job runs; none of it changes the job's numbers (nor its folder name)."""
+    """Where and how a job runs; none of it changes the job's numbers (nor its folder name).
+
+    ``deterministic`` turns on TensorFlow's op determinism (``True``, the default: the same config
+    and seed give the same figures on the same machine); ``False`` may be faster on a GPU, where
+    some kernels then pick non-deterministic algorithms.
+    """
 
     results_dir: str = "results"
     threads: int | None = None  # TensorFlow threads for this job; None: all cores
     force: bool = False  # re-run finished jobs
     progress: bool = True  # show a progress bar
+    deterministic: bool = True  # TensorFlow op determinism (same seed -> same numbers)
 
     def __post_init__(self) -> None:
         _check_positive("runtime.threads", self.threads)

@@ -10,13 +10,16 @@ run). It never raises for a problem inside the job: a diverged run is a result (
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
 import importlib
 import importlib.metadata
 import importlib.util
 import math
 import os
 import platform
+import shutil
 import sys
 import time
 import traceback
@@ -36,6 +39,7 @@ __all__ = [
     "limit_threads",
     "load_backend",
     "run_job",
+    "seed_everything",
 ]
 
 TrainFn = Callable[..., Iterator[Mapping[str, float]]]
@@ -102,6 +106,28 @@ def limit_threads(threads: int | None) -> None:
             tf.config.threading.set_inter_op_parallelism_threads(threads)
         except (RuntimeError, AttributeError):
             pass  # already initialised: keep what it has
+
+
+def seed_everything(seed: int, *, deterministic: bool = True) -> None:
+    """Seeds every library-level generator from ``seed`` and turns on TensorFlow op determinism.
+
+    gradlab's own randomness comes from generators built from the job's seed; this is the safety
+    net for library code (Keras initialisers and TensorFlow ops without an explicit seed): it sets
+    the Python, NumPy and TensorFlow global seeds (``keras.utils.set_random_seed``) and, with
+    ``deterministic``, ``tf.config.experimental.enable_op_determinism()``, so the same config and
+    seed give bit-identical numbers on the same machine and thread count. Op determinism is
+    process-wide and stays on once enabled.
+
+    Args:
+      seed: the job's seed.
+      deterministic: turn on TensorFlow op determinism.
+    """
+    import keras
+    import tensorflow as tf
+
+    keras.utils.set_random_seed(seed)
+    if deterministic:
+        tf.config.experimental.enable_op_determinism()
 
 
 def _versions() -> dict[str, str]:
@@ -255,8 +281,8 @@ def run_job(
         backend = load_backend()
         train_fn = train_fn or backend.train
         tasks = backend.tasks if tasks is None else tasks
+    _discard_earlier_attempt(job_dir)
     store.write_text_atomic(job_dir / "config.yaml", _yaml(resolved))
-    (job_dir / "error.txt").unlink(missing_ok=True)
     overrides = {k: v for k, v in overrides.items() if not store.is_bookkeeping(k)}
     group = {k: v for k, v in overrides.items() if k != "seed"}
     summary: dict[str, Any] = {
@@ -298,6 +324,7 @@ def run_job(
     progress = _Progress(job, total=cfg.budget.max_steps, enabled=cfg.runtime.progress)
     gen = None
     try:
+        seed_everything(cfg.seed, deterministic=cfg.runtime.deterministic)
         variant, placement = cfg.variant.build()
         check = _Divergence(
             factor=cfg.divergence.factor, reference_steps=cfg.divergence.reference_steps
@@ -349,10 +376,44 @@ def run_job(
     return summary
 
 
-def _failed_before_start(job_dir: Path, job: str, err: BaseException) -> dict[str, Any]:
+def _discard_earlier_attempt(job_dir: Path) -> None:
+    """Clears what an earlier, unfinished (killed, failed or forced) attempt left in ``job_dir``:
+    its traceback, the temporary files of an interrupted atomic write, and its W&B run (so that
+    ``wandb sync`` uploads each job once). ``metrics.jsonl`` is started over by the writer."""
+    (job_dir / "error.txt").unlink(missing_ok=True)
+    for tmp in job_dir.glob(".*.tmp"):
+        tmp.unlink(missing_ok=True)
+    shutil.rmtree(job_dir / "wandb", ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _job_lock(job_dir: Path) -> Iterator[bool]:
+    """Holds an exclusive ``flock`` on ``<job_dir>/.lock`` while the job runs.
+
+    Yields ``False`` when another live process holds it (the same job started twice, e.g. two
+    invocations of one sweep). The kernel releases the lock when its holder dies, SIGKILL
+    included, so a killed job never blocks its re-run.
+    """
+    job_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(job_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
+
+
+def _failed_before_start(
+    job_dir: Path, job: str, err: BaseException, *, ablation: str | None
+) -> dict[str, Any]:
     summary = {
         "status": "failed",
         "job": job,
+        "ablation": ablation,
         "error": f"{type(err).__name__}: {err}".splitlines()[0][:500],
         "versions": _versions(),
     }
@@ -391,6 +452,27 @@ def execute(
     runtime = dict(plain.get("runtime") or {})
     threads = runtime.get("threads")
     limit_threads(threads if isinstance(threads, int) and threads > 0 else None)
+    with _job_lock(job_dir) as locked:
+        if not locked:
+            print(f"[  skipped] {job} (running in another process)", flush=True)
+            return {"status": "skipped", "job": job, "reason": "running elsewhere"}
+        return _execute_locked(
+            plain, job_dir, job=job, parsed=parsed, runtime=runtime, task_name=task_name,
+            ablation=ablation, backend=backend,
+        )  # fmt: skip
+
+
+def _execute_locked(
+    plain: Any,
+    job_dir: Path,
+    *,
+    job: str,
+    parsed: dict[str, str],
+    runtime: Mapping[str, Any],
+    task_name: str,
+    ablation: str | None,
+    backend: Backend | None,
+) -> dict[str, Any]:
     go, reason = store.should_run(job_dir, force=bool(runtime.get("force", False)))
     if not go:
         print(f"[  skipped] {job} ({reason})", flush=True)
@@ -414,7 +496,7 @@ def execute(
             tasks=backend.tasks,
         )
     except Exception as err:  # noqa: BLE001 - one job's failure must not stop the sweep
-        summary = _failed_before_start(job_dir, job, err)
+        summary = _failed_before_start(job_dir, job, err, ablation=ablation)
     extra = f" at step {summary['diverged_step']}" if summary.get("diverged_step") else ""
     error = f"  {summary['error']}" if summary.get("error") else ""
     print(

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import math
 import os
+import socket
 import sys
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -59,6 +61,32 @@ def namespaced(row: Mapping[str, Any]) -> dict[str, float]:
 
 def _warn(message: str) -> None:
     print(f"warning: W&B: {message}; the local results are unaffected", file=sys.stderr)
+
+
+DEFAULT_BASE_URL = "https://api.wandb.ai"
+PROBE_TIMEOUT_S = 3.0  # seconds to wait for a TCP connection to the W&B server
+ONLINE_INIT_TIMEOUT_S = 20.0  # seconds wandb.init may take online before we fall back
+
+
+def _unreachable(timeout: float = PROBE_TIMEOUT_S) -> str | None:
+    """Why the W&B server (``WANDB_BASE_URL``) cannot be reached, or ``None`` when it can.
+
+    One TCP connection with a short timeout: without it, ``wandb.init`` retries for its whole
+    ``init_timeout`` before failing, which would stall every job of a sweep.
+    """
+    url = os.environ.get("WANDB_BASE_URL") or DEFAULT_BASE_URL
+    parts = urllib.parse.urlsplit(url if "://" in url else f"https://{url}")
+    try:
+        port = parts.port or (80 if parts.scheme == "http" else 443)
+    except ValueError:
+        return f"bad WANDB_BASE_URL {url!r}"
+    if not parts.hostname:
+        return f"bad WANDB_BASE_URL {url!r}"
+    try:
+        with socket.create_connection((parts.hostname, port), timeout=timeout):
+            return None
+    except OSError as err:
+        return f"cannot reach {url} ({err.strerror or type(err).__name__})"
 
 
 def _has_api_key() -> bool:
@@ -107,6 +135,9 @@ class WandbTracker:
         if mode == "online" and not _has_api_key():
             self._warn_once("logger=wandb_online but no W&B API key is set; logging offline")
             mode = "offline"
+        if mode == "online" and (why := _unreachable()) is not None:
+            self._warn_once(f"logger=wandb_online but {why}; logging offline")
+            mode = "offline"
         try:
             self._run = self._init(job_dir, mode, project, entity, group, job_type, name, tags,
                                    config)  # fmt: skip
@@ -135,7 +166,7 @@ class WandbTracker:
             disable_git=True,
             save_code=False,
             x_save_requirements=False,
-            init_timeout=30.0,
+            init_timeout=ONLINE_INIT_TIMEOUT_S if mode == "online" else 30.0,
         )
         return wandb.init(
             project=project,
