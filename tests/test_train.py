@@ -1,0 +1,113 @@
+"""End-to-end tests of train(): metric keys, seeding, the YAML mirror, and that it learns."""
+
+import dataclasses
+import pathlib
+
+import numpy as np
+import pytest
+import yaml
+
+from experiments.errors import ConfigError
+from experiments.gradients import get_placement, make_variant
+from experiments.muzero.config import MuZeroConfig, NetworkConfig
+from experiments.muzero.train import train
+from experiments.tasks import TaskConfig
+
+SHORT_STEPS = 1500
+CONF = pathlib.Path(__file__).resolve().parents[1] / "conf"
+TINY = MuZeroConfig(
+    network=NetworkConfig(hidden_size=8, width=16),
+    training_steps=3,
+    num_envs=4,
+    num_simulations=3,
+    unroll_steps=2,
+    batch_size=8,
+    eval_every=2,
+    eval_episodes=2,
+    jit_compile=False,
+)
+
+
+def _rows(config, seed=0, variant="scale_gradient", placement="pseudocode"):
+    return list(
+        train(config, TaskConfig(), make_variant(variant), get_placement(placement), seed=seed)
+    )
+
+
+def test_metric_keys_exactly_as_in_the_interface():
+    rows = _rows(TINY)
+    assert [row["step"] for row in rows] == [1.0, 2.0, 3.0]
+    always = {
+        "step", "loss/total", "loss/value", "loss/reward", "loss/policy", "loss/l2",
+        "grad/global_norm", "grad/representation", "grad/dynamics", "grad/prediction",
+        "nonfinite", "env/steps", "time/elapsed_s",
+    }  # fmt: skip
+    always |= {f"grad/hidden_depth_{k}" for k in range(3)}
+    always |= {f"hidden/norm_depth_{k}" for k in range(3)}
+    for row in rows:
+        optional = set(row) - always
+        assert always <= set(row)
+        assert optional <= {"selfplay/return", "eval/return"}
+        assert all(isinstance(v, float) and np.isfinite(v) for v in row.values())
+    assert "eval/return" not in rows[0] and "eval/return" in rows[1] and "eval/return" in rows[2]
+    assert rows[0]["env/steps"] < rows[-1]["env/steps"]
+
+
+def test_same_seed_same_run_and_early_stop_is_fine():
+    a, b = _rows(TINY, seed=3), _rows(TINY, seed=3)
+    for x, y in zip(a, b, strict=True):
+        assert x["loss/total"] == y["loss/total"]
+        assert x.get("eval/return") == y.get("eval/return")
+    c = _rows(TINY, seed=4)
+    assert c[0]["loss/total"] != a[0]["loss/total"]
+    iterator = train(TINY, TaskConfig(), make_variant("none"), get_placement("hook"), seed=0)
+    next(iterator)  # the caller may stop at any time
+    iterator.close()
+
+
+def test_yaml_mirrors_the_dataclasses():
+    muzero = yaml.safe_load((CONF / "muzero" / "default.yaml").read_text())
+    assert MuZeroConfig.from_dict(muzero) == MuZeroConfig()
+    assert set(muzero) == {f.name for f in dataclasses.fields(MuZeroConfig)}
+    assert set(muzero["network"]) == {f.name for f in dataclasses.fields(NetworkConfig)}
+    assert TaskConfig.from_dict(yaml.safe_load((CONF / "task" / "catch.yaml").read_text())) == (
+        TaskConfig()
+    )
+    cartpole = yaml.safe_load((CONF / "task" / "cartpole.yaml").read_text())
+    assert TaskConfig.from_dict(cartpole["task"]).gym_id == "CartPole-v1"
+    merged = {**muzero, **cartpole["muzero"]}
+    merged["network"] = {**muzero["network"], **cartpole["muzero"]["network"]}
+    assert MuZeroConfig.from_dict(merged).training_steps > MuZeroConfig().training_steps
+    gym = yaml.safe_load((CONF / "task" / "gym.yaml").read_text())
+    assert set(gym) == {f.name for f in dataclasses.fields(TaskConfig)}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"unroll_steps": 0}, r"muzero.unroll_steps=0 .*>= 1"),
+        ({"loss_scale": "half"}, "unknown loss_scale 'half'; choose one of: none, pseudocode"),
+        ({"optimizer": "rmsprop"}, "unknown optimizer 'rmsprop'; choose one of: adam, sgd"),
+        ({"discount": 1.5}, r"muzero.discount=1.5"),
+        ({"batch_size": 64, "replay_capacity": 10}, "replay_capacity=10"),
+        ({"temperature_schedule": ((5, 1.0),)}, "temperature_schedule"),
+    ],
+)
+def test_bad_config_is_rejected(kwargs, match):
+    with pytest.raises(ConfigError, match=match):
+        MuZeroConfig(**kwargs)
+
+
+def test_from_dict_rejects_unknown_keys():
+    with pytest.raises(ConfigError, match="'simulations'"):
+        MuZeroConfig.from_dict({"simulations": 3})
+    with pytest.raises(ConfigError, match="'size'"):
+        MuZeroConfig.from_dict({"network": {"size": 3}})
+
+
+def test_short_catch_run_beats_random():
+    # The random policy's return on catch is about -0.6 (tests/test_tasks.py).
+    config = dataclasses.replace(MuZeroConfig(), training_steps=SHORT_STEPS, eval_every=250)
+    rows = _rows(config, seed=0)
+    evals = [row["eval/return"] for row in rows if "eval/return" in row]
+    assert np.mean(evals[-2:]) > -0.1, evals
