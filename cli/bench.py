@@ -28,7 +28,7 @@ def bench(
     ] = "rich",
     repeats: Annotated[
         int | None,
-        typer.Option(help="Timed rounds per comparison (median reported); default 3, quick 1."),
+        typer.Option(help="Timed rounds per comparison (median reported); default 5, quick 1."),
     ] = None,
     seed: Annotated[int, typer.Option(help="Seeds networks, batches, boards and the run.")] = 0,
 ) -> None:

@@ -17,7 +17,12 @@ from typer.testing import CliRunner
 from cli.main import app
 from experiments.bench import BenchSettings
 from experiments.bench._timing import Case, interleaved_rates, median
-from experiments.bench.flops import dense_shapes, forward_flops, train_step_flops
+from experiments.bench.flops import (
+    dense_shapes,
+    forward_flops,
+    graph_matmul_flops,
+    train_step_flops,
+)
 from experiments.bench.search import search_cases
 from experiments.bench.train_step import make_learner, pseudocode_gradients, random_batch
 from experiments.errors import ConfigError
@@ -100,6 +105,43 @@ def test_flop_counter_linear_networks():
     assert forward_flops(nets.representation) == 2 * 5 * 3
     assert forward_flops(nets.dynamics) == 2 * (5 * 3 + 5 * 1)
     assert forward_flops(nets.prediction) == 2 * (3 * 2 + 3 * 1)
+
+
+def test_flop_counter_agrees_with_tensorflows_graph_cost_analysis():
+    nets = Networks(
+        NetworkConfig(hidden_size=3, width=4), observation_size=5, num_actions=2, seed=0
+    )
+    observations = tf.zeros((7, 5))
+    hidden, action = tf.zeros((7, 3)), tf.zeros((7, 2))
+    assert graph_matmul_flops(nets.representation, observations) == 7 * 64
+    assert graph_matmul_flops(nets.prediction, hidden) == 7 * forward_flops(nets.prediction)
+    assert graph_matmul_flops(lambda h, a: nets.dynamics([h, a]), hidden, action) == 7 * (
+        forward_flops(nets.dynamics)
+    )
+
+
+def test_train_step_flops_agree_with_the_traced_train_step():
+    B, obs, width = 7, 5, 4
+    learner = make_learner(
+        hidden_size=3,
+        width=width,
+        batch_size=B,
+        unroll_steps=2,
+        observation_size=obs,
+        num_actions=2,
+        seed=0,
+    )
+    batch = random_batch(
+        np.random.default_rng(0), batch_size=B, unroll_steps=2, observation_size=obs, num_actions=2
+    )
+    tensors = {k: tf.constant(v) for k, v in learner.batch_tensors(batch).items()}
+    nets = learner.networks
+    analytic = train_step_flops(
+        nets.representation, nets.dynamics, nets.prediction, batch_size=B, unroll_steps=2
+    )
+    # The backward pass computes no gradient for the observations: one [B, O] x [O, width] (O = obs)
+    # product fewer than forward + 2 x backward.
+    assert graph_matmul_flops(learner._update_weights, tensors) == analytic - 2 * B * obs * width
 
 
 def test_pseudocode_loop_has_the_learners_loss_and_gradients():

@@ -10,9 +10,17 @@ representation once, the dynamics K times and the prediction K + 1 times per sam
 with ``F_net`` the forward FLOPs per sample of a network (sum over its Dense layers). Biases,
 activations, the normalisation, the losses and the optimizer are not counted: the figure is a
 lower bound on the work done, as is usual when quoting achieved FLOP/s.
+
+:func:`graph_matmul_flops` counts independently, with TensorFlow's graph cost analysis (the v1
+profiler's ``float_operation``), the FLOPs of every MatMul in a traced function. On the train step
+it finds exactly the analytic count less the one product the backward pass skips: the gradient
+with respect to the observations, ``2 * B * O * width`` (tested in ``tests/test_bench.py``).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 import keras
 import tensorflow as tf
@@ -20,6 +28,7 @@ import tensorflow as tf
 __all__ = [
     "dense_shapes",
     "forward_flops",
+    "graph_matmul_flops",
     "matmul_case",
     "train_step_flops",
 ]
@@ -55,6 +64,20 @@ def train_step_flops(
         + (unroll_steps + 1) * forward_flops(prediction)
     )
     return 3 * batch_size * per_sample
+
+
+def graph_matmul_flops(function: Callable, *args: Any) -> int:
+    """FLOPs of the MatMul ops of ``tf.function(function)`` traced on ``args``, by TensorFlow's
+    graph cost analysis (``2 * m * n * k`` per ``[m, k] @ [k, n]``); shapes must be static."""
+    graph = tf.function(function).get_concrete_function(*args).graph
+    options = tf.compat.v1.profiler.ProfileOptionBuilder.float_operation()
+    options["output"] = "none"
+    profile = tf.compat.v1.profiler.profile(graph=graph, options=options)
+    return sum(
+        node.total_float_ops
+        for node in profile.children
+        if graph.get_operation_by_name(node.name).type == "MatMul"
+    )
 
 
 def matmul_case(size: int, *, calls: int, seed: int):
