@@ -34,11 +34,17 @@ def bench(
 ) -> None:
     """Measure gradlab's speed: every figure a ratio of two rates timed in the same rounds.
 
-    (a) training samples/s of the compiled K-step train step vs the same step eager and vs the
-    paper pseudocode's per-sample loop; (b) simulations/s of the batched search vs one
-    environment at a time; (c) GFLOP/s of the train step vs a large compiled matmul; (d)
-    environment steps/s and training steps/s of a default catch run; and how long `gradlab
-    --help` and `gradlab list` take to start. The full bench takes a few minutes.
+    (a) Train step samples/s: compiled vs eager vs the paper's per-sample loop.
+
+    (b) Search simulations/s: batched vs one environment at a time.
+
+    (c) Train step GFLOP/s vs a large compiled matmul (fraction of practical peak).
+
+    (d) A default catch run's env steps/s and training steps/s.
+
+    (e) Start times of `gradlab --help` and `gradlab list`.
+
+    The full bench takes about four minutes on 2 cores, --quick under a minute.
 
     Examples:
 
