@@ -167,7 +167,9 @@ def sweep(
     if jobs > 1 and launcher_given:
         raise ConfigError(f"--jobs {jobs} picks hydra/launcher=joblib; drop one of the two")
     backend = _backend_classes()
-    planned = plan.plan(task, multirun=True, config_dir=conf, force=force, **backend)
+    planned = plan.plan(
+        task, multirun=True, config_dir=conf, force=force, check_writable=not dry_run, **backend
+    )
     skipped = {j.name for j in planned if not j.run}
     if dry_run:
         for j in planned:

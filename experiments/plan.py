@@ -12,6 +12,7 @@ for a finished result.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -116,12 +117,50 @@ def _composition_error(config_dir: Path, overrides: list[str], err: Exception) -
     return ConfigError(f"bad config: {first}")
 
 
+def _check_writable(path: Path) -> None:
+    """Refuses a results folder (or its nearest existing parent) that cannot or must not be
+    written: no write permission, or no write bit at all (``chmod a-w``), which is honoured even
+    for root, who could write anyway, since it is how a user protects finished results."""
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise ConfigError(f"results folder '{probe}' is not a folder; choose runtime.results_dir")
+    if not os.access(probe, os.W_OK | os.X_OK) or probe.stat().st_mode & 0o222 == 0:
+        raise ConfigError(
+            f"results folder '{probe}' is read-only; make it writable (chmod u+w) or choose "
+            "another runtime.results_dir"
+        )
+
+
+def _check_results(jobs: list[PlannedJob], *, ablation: str | None, writable: bool) -> None:
+    """The folders of the jobs that would run must be writable (when ``writable``), and every
+    job folder must hold a job of this ablation (a copied or renamed folder of another ablation
+    would otherwise be skipped as finished, wrongly)."""
+    checked: set[Path] = set()
+    for job in jobs:
+        for folder in (job.job_dir.parent.parent, job.job_dir.parent, job.job_dir):
+            if not (writable and job.run) or folder in checked:
+                continue
+            if folder.exists() or folder == job.job_dir.parent:
+                checked.add(folder)
+                _check_writable(folder)
+        summary = store.read_summary(job.job_dir)
+        if summary is not None and "ablation" in summary and summary["ablation"] != ablation:
+            theirs = summary["ablation"] or "none (a single run)"
+            raise ConfigError(
+                f"'{job.job_dir}' holds a job of ablation {theirs!r}, not {ablation!r}; "
+                "a results folder holds one ablation: choose another runtime.results_dir"
+            )
+
+
 def plan(
     overrides: Sequence[str],
     *,
     multirun: bool,
     config_dir: str | Path,
     force: bool = False,
+    check_writable: bool = True,
     task_cls: type | None = None,
     muzero_cls: type | None = None,
 ) -> list[PlannedJob]:
@@ -133,6 +172,7 @@ def plan(
       multirun: a sweep (the ablation preset's params plus the overrides) or one run.
       config_dir: the config folder.
       force: plan finished jobs to run again.
+      check_writable: refuse a read-only results folder when a job would run (off for a dry run).
       task_cls: the task config class (default ``experiments.tasks.TaskConfig``).
       muzero_cls: the MuZero config class (default ``experiments.muzero.config.MuZeroConfig``).
 
@@ -141,7 +181,8 @@ def plan(
 
     Raises:
       ConfigError: an unknown ablation, variant, placement, task or key, a wrong type, an
-        out-of-range value, in any job.
+        out-of-range value, in any job; a read-only results folder; a job folder holding a job
+        of another ablation.
     """
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from omegaconf import OmegaConf
@@ -203,4 +244,5 @@ def plan(
         job_dir = store.ablation_dir(plain["runtime"]["results_dir"], ablation) / name
         go, reason = store.should_run(job_dir, force=force)
         planned.append(PlannedJob(name, tuple(job_overrides), job_dir, go, reason))
+    _check_results(planned, ablation=ablation if planned else None, writable=check_writable)
     return planned

@@ -3,13 +3,20 @@
 Loaded through ``GRADLAB_JOB_BACKEND=<this file>`` (see ``experiments.runner.load_backend``). Its
 losses are a closed form of the step, seed and variant parameters, so tests can compute them by
 hand; it can be told to fail, blow up or go NaN at a given step.
+
+Fault injection that fires once (so that re-running the same command completes the job):
+``GRADLAB_STANDIN_FAULTS=<file.json>`` holding ``{"<variant>/<seed>": {"raise_at": 2}}`` or
+``{"...": {"kill_at": 3}}`` (SIGKILL of the job's own process); a fault fires the first time its
+job reaches that step, recorded by a marker file ``<file.json>.<variant>-<seed>.fired``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import shutil
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +27,7 @@ from experiments.errors import ConfigError
 PATH = Path(__file__).resolve()
 CONF = PATH.parents[1] / "conf"
 TASKS = {"catch": ("stand-in catch", 0.9)}
+FAULTS_ENV = "GRADLAB_STANDIN_FAULTS"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,14 +54,36 @@ def loss_at(step: int, *, seed: int, base_loss: float, scale: float) -> float:
     return base_loss * (1.0 + seed / 10.0) * (1.0 + scale) / step
 
 
+def _fault(variant: str, seed: int) -> tuple[dict[str, int], Path | None]:
+    """This job's one-shot fault from :data:`FAULTS_ENV` (empty when none or already fired)."""
+    ref = os.environ.get(FAULTS_ENV)
+    if not ref:
+        return {}, None
+    key = f"{variant}/{seed}"
+    fault = json.loads(Path(ref).read_text()).get(key, {})
+    marker = Path(f"{ref}.{key.replace('/', '-')}.fired")
+    return ({}, None) if marker.exists() else (fault, marker)
+
+
+def _fire(marker: Path) -> None:
+    marker.write_text("fired\n")  # before acting: a SIGKILL leaves no chance afterwards
+
+
 def train(
     config: MuZeroConfig, task: TaskConfig, variant: Any, placement: Any, *, seed: int
 ) -> Iterator[dict[str, float]]:
     del task, placement
     scale = float(variant.params.get("scale", 0.0))
+    fault, marker = _fault(variant.name, seed)
     for step in range(1, config.training_steps + 1):
         if config.sleep_s:
             time.sleep(config.sleep_s)
+        if marker is not None and step == fault.get("raise_at"):
+            _fire(marker)
+            raise RuntimeError(f"injected failure at step {step}")
+        if marker is not None and step == fault.get("kill_at"):
+            _fire(marker)
+            os.kill(os.getpid(), signal.SIGKILL)
         if step == config.fail_at:
             raise RuntimeError(f"stand-in failure at step {step}")
         loss = loss_at(step, seed=seed, base_loss=config.base_loss, scale=scale)

@@ -1,0 +1,378 @@
+"""Reliability (issue 7): no result lost or duplicated under SIGKILL, injected faults, W&B trouble
+or budgets.
+
+Real processes are killed with SIGKILL: a whole sweep (``os.killpg``) at a moment chosen by
+watching its files, one job killing itself inside a sweep, and one job killed at every write
+boundary of its life (a forked copy of this process, so each kill costs milliseconds). After each
+kill the same command runs again and every job must end ``completed`` exactly once, with metric
+rows 1..N once each and whole, parseable ``summary.json`` and ``metrics.jsonl`` files.
+
+The job is the stand-in (``tests/_standin_job.py``): the point is the machinery around it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import itertools
+import json
+import math
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import _standin_job as standin
+import pytest
+from typer.testing import CliRunner
+
+from cli.main import app
+from experiments import runner, store
+from experiments.report.results import load_results
+
+STEPS = 8
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WANDB_", "TF_NUM"))}
+    env.update({runner.BACKEND_ENV: str(standin.PATH), "TF_CPP_MIN_LOG_LEVEL": "3", **extra})
+    return env
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-c", "from cli.main import app; app(prog_name='gradlab')", *args]
+
+
+def _sweep_args(res: Path, conf: Path, *overrides: str) -> list[str]:
+    return [
+        "sweep",
+        "ablation=hidden_scale",
+        f"muzero.training_steps={STEPS}",
+        "logger=none",
+        f"runtime.results_dir={res}",
+        *overrides,
+        "--config-dir",
+        str(conf),
+    ]
+
+
+def _lines(path: Path) -> int:
+    try:
+        return path.read_bytes().count(b"\n")
+    except FileNotFoundError:
+        return 0
+
+
+def _assert_each_job_completed_once(ablation: Path, jobs: list[str], *, steps: int) -> None:
+    """Every job folder: one whole summary (completed), rows 1..steps once each, no temp file."""
+    assert sorted(p.name for p in ablation.iterdir() if p.is_dir()) == sorted(jobs)
+    for name in jobs:
+        job = ablation / name
+        summary = json.loads((job / "summary.json").read_text())  # whole JSON, not torn
+        assert summary["status"] == "completed" and summary["job"] == name
+        assert summary["steps"] == steps and summary["stability"]["steps"] == steps
+        text = (job / "metrics.jsonl").read_text()
+        assert text.endswith("\n") and text.count("\n") == steps  # no torn or extra line
+        rows = [json.loads(line) for line in text.splitlines()]
+        assert [r["step"] for r in rows] == list(range(1, steps + 1))
+        assert not list(job.glob(".*.tmp")) and not (job / "error.txt").exists()
+
+
+def _table_counts(ablation: Path) -> dict[str, tuple[int, int]]:
+    """``gradlab table --format json`` on the folder: (runs, finished seeds) per group."""
+    result = CliRunner().invoke(app, ["table", str(ablation), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    return {r["group"]: (r["runs"], r["seeds"]) for r in json.loads(result.stdout)["rows"]}
+
+
+# --------------------------------------------------------------------------------------------
+# 1. SIGKILL of a whole sweep (process group), then the same command again
+
+
+def test_sigkill_of_the_whole_sweep_then_rerun_completes_each_job_once(tmp_path):
+    conf, res = standin.make_conf(tmp_path), tmp_path / "res"
+    args = _sweep_args(res, conf, "variant=none", "seed=0,1,2", "muzero.sleep_s=0.05")
+    ablation = res / "hidden_scale"
+    jobs = [f"muzero.sleep_s=0.05__muzero.training_steps={STEPS}__variant=none__seed={s}"
+            for s in range(3)]  # fmt: skip
+    log = (tmp_path / "first.log").open("w")
+    proc = subprocess.Popen(
+        _cli(*args), env=_env(), cwd=tmp_path, stdout=log, stderr=log, start_new_session=True
+    )
+    watched = ablation / jobs[1] / "metrics.jsonl"
+    deadline = time.monotonic() + 120
+    while _lines(watched) < 3 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    os.killpg(proc.pid, signal.SIGKILL)  # the sweep and everything it started
+    assert proc.wait(timeout=30) == -signal.SIGKILL, (tmp_path / "first.log").read_text()
+
+    # killed mid-run: job 0 done, job 1 "running" with some rows, job 2 not started
+    assert store.read_summary(ablation / jobs[0])["status"] == "completed"
+    assert store.read_summary(ablation / jobs[1])["status"] == "running"
+    partial = store.read_metrics(watched)
+    assert 3 <= len(partial) < STEPS
+    assert [r["step"] for r in partial] == list(range(1, len(partial) + 1))
+    assert not (ablation / jobs[2]).exists()
+    assert load_results(ablation).finished["job"].tolist() == [jobs[0]]  # never averaged
+
+    again = subprocess.run(
+        _cli(*args), env=_env(), cwd=tmp_path, capture_output=True, text=True, timeout=180
+    )
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "3 jobs: 2 completed, 0 diverged, 0 timeout, 0 failed, 1 skipped" in again.stdout
+    _assert_each_job_completed_once(ablation, jobs, steps=STEPS)
+    assert _table_counts(ablation) == {
+        f"muzero.sleep_s=0.05, muzero.training_steps={STEPS}, variant=none": (3, 3)
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# 2. Fault injection (issue 7, item 6): one job raises, one job is SIGKILLed, in one sweep
+
+
+def test_fault_injection_raise_and_sigkill_then_rerun_counts_each_job_once(tmp_path):
+    conf, res = standin.make_conf(tmp_path), tmp_path / "res"
+    faults = tmp_path / "faults.json"
+    faults.write_text(json.dumps({"none/0": {"raise_at": 2}, "scale_gradient/0": {"kill_at": 3}}))
+    env = _env(**{standin.FAULTS_ENV: str(faults)})
+    args = _sweep_args(res, conf, "variant=none,scale_gradient", "seed=0,1")
+    ablation = res / "hidden_scale"
+    name = f"muzero.training_steps={STEPS}__variant={{}}__seed={{}}"
+    jobs = [name.format(v, s) for v in ("none", "scale_gradient") for s in (0, 1)]
+
+    first = subprocess.run(
+        _cli(*args), env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180
+    )
+    # jobs run in order: none/0 raises (recorded), none/1 completes, scale_gradient/0 kills the
+    # sweep's process at step 3, scale_gradient/1 never starts
+    assert first.returncode == -signal.SIGKILL, first.stdout + first.stderr
+    failed = store.read_summary(ablation / jobs[0])
+    assert failed["status"] == "failed" and "injected failure at step 2" in failed["error"]
+    assert "injected failure" in (ablation / jobs[0] / "error.txt").read_text()
+    assert store.read_summary(ablation / jobs[1])["status"] == "completed"
+    assert store.read_summary(ablation / jobs[2])["status"] == "running"
+    assert len(store.read_metrics(ablation / jobs[2] / "metrics.jsonl")) == 2
+    assert not (ablation / jobs[3]).exists()
+
+    again = subprocess.run(
+        _cli(*args), env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180
+    )
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "4 jobs: 3 completed, 0 diverged, 0 timeout, 0 failed, 1 skipped" in again.stdout
+    _assert_each_job_completed_once(ablation, jobs, steps=STEPS)
+    assert _table_counts(ablation) == {
+        f"muzero.training_steps={STEPS}, variant={v}": (2, 2) for v in ("none", "scale_gradient")
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# 3. SIGKILL at every write boundary of a job's life (forked copies of this process)
+
+
+def _job_cfg() -> dict:
+    return {
+        "seed": 3,
+        "task": {"name": "catch"},
+        "muzero": {"training_steps": 5},
+        "variant": {"name": "scale_gradient", "placement": "pseudocode", "scale": 0.5},
+        "logger": {"mode": "none"},
+        "runtime": {"progress": False},
+    }
+
+
+_ARGS = {"overrides": ["variant=scale_gradient", "seed=3"], "task_name": "catch", "ablation": "a"}
+
+
+def _child_killed_at(job_dir: Path, kill_at: int) -> None:
+    """In the forked child: runs the job, SIGKILLing itself at its ``kill_at``-th write moment
+    (after each fsync, before and after each rename, in the middle of and after each metrics
+    line)."""
+    moments = itertools.count(1)
+
+    def moment() -> None:
+        if next(moments) == kill_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    real_replace, real_fsync = os.replace, os.fsync
+
+    def replace(src, dst):
+        moment()
+        real_replace(src, dst)
+        moment()
+
+    def fsync(fd):
+        real_fsync(fd)
+        moment()
+
+    def append(self, row):
+        line = json.dumps(store._jsonable(dict(row)), separators=(",", ":")) + "\n"
+        half = len(line) // 2
+        self._file.write(line[:half])
+        self._file.flush()
+        moment()  # a kill here leaves a torn last line
+        self._file.write(line[half:])
+        self._file.flush()
+        self.rows += 1
+        moment()
+
+    os.replace, os.fsync = replace, fsync
+    store.MetricsWriter.append = append
+    runner.execute(_job_cfg(), job_dir, **_ARGS)
+
+
+def _fork_job(job_dir: Path, kill_at: int) -> bool:
+    """Runs the job in a forked child; True when it was killed (False: it ran to the end)."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child never returns into pytest
+        code = 0
+        try:
+            with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
+                _child_killed_at(job_dir, kill_at)
+        except BaseException:  # noqa: BLE001
+            code = 3
+        os._exit(code)
+    deadline = time.monotonic() + 60
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            pytest.fail(f"forked job (kill_at={kill_at}) hung")
+        time.sleep(0.005)
+    if os.WIFSIGNALED(status):
+        assert os.WTERMSIG(status) == signal.SIGKILL
+        return True
+    assert os.WEXITSTATUS(status) == 0, f"child failed at kill_at={kill_at}"
+    return False
+
+
+def test_sigkill_at_every_write_moment_then_rerun_is_exact(tmp_path, monkeypatch):
+    monkeypatch.setenv(runner.BACKEND_ENV, str(standin.PATH))
+    expected = [  # loss = 1 * (1 + 3/10) * (1 + 0.5) / step, by hand
+        pytest.approx(1.95 / step) for step in range(1, 6)
+    ]
+    reference = tmp_path / "reference" / "variant=scale_gradient__seed=3"
+    assert runner.execute(_job_cfg(), reference, **_ARGS)["status"] == "completed"
+    seen_states = set()
+    for kill_at in itertools.count(1):
+        job_dir = tmp_path / f"k{kill_at}" / "variant=scale_gradient__seed=3"
+        killed = _fork_job(job_dir, kill_at)
+        if not killed:
+            assert kill_at > 20  # the job has at least 20 write moments; all were tried
+            break
+        # what a kill leaves: no summary, or a whole one; whole rows 1..k and at most a torn end
+        summary_file = job_dir / "summary.json"
+        status = json.loads(summary_file.read_text())["status"] if summary_file.exists() else None
+        assert status in (None, "running", "completed")
+        rows = store.read_metrics(job_dir / "metrics.jsonl")
+        assert [r["step"] for r in rows] == list(range(1, len(rows) + 1))
+        seen_states.add((status, len(rows)))
+        # the same job again: completed exactly once, identical to the never-killed run
+        again = runner.execute(_job_cfg(), job_dir, **_ARGS)
+        assert again["status"] == ("skipped" if status == "completed" else "completed")
+        summary = store.read_summary(job_dir)
+        assert summary["status"] == "completed" and summary["steps"] == 5
+        rows = store.read_metrics(job_dir / "metrics.jsonl")
+        assert [r["loss/total"] for r in rows] == expected
+        assert (job_dir / "metrics.jsonl").read_text().count("\n") == 5
+        assert not list(job_dir.glob(".*.tmp"))
+    # the kills landed before the summary, while running (0..5 rows) and after completion
+    assert {(None, 0), ("running", 0), ("running", 3), ("completed", 5)} <= seen_states
+
+
+def test_a_job_running_in_another_process_is_not_run_twice(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(runner.BACKEND_ENV, str(standin.PATH))
+    job_dir = tmp_path / "variant=scale_gradient__seed=3"
+    job_dir.mkdir()
+    fd = os.open(job_dir / ".lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # as a live job holding its folder
+    try:
+        result = runner.execute(_job_cfg(), job_dir, **_ARGS)
+    finally:
+        os.close(fd)
+    assert result == {"status": "skipped", "job": job_dir.name, "reason": "running elsewhere"}
+    assert "running in another process" in capsys.readouterr().out
+    assert not (job_dir / "summary.json").exists()
+    assert runner.execute(_job_cfg(), job_dir, **_ARGS)["status"] == "completed"  # lock freed
+
+
+# --------------------------------------------------------------------------------------------
+# 4. W&B trouble: online with no key or no server warns once and continues; results intact
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # closed again on exit: connecting is refused
+
+
+@pytest.mark.parametrize("trouble", ["no_server", "no_key"])
+def test_wandb_online_trouble_warns_once_and_keeps_local_results(tmp_path, monkeypatch, trouble):
+    monkeypatch.setenv(runner.BACKEND_ENV, str(standin.PATH))
+    for var in [v for v in os.environ if v.startswith("WANDB_")]:
+        monkeypatch.delenv(var)
+    if trouble == "no_server":
+        monkeypatch.setenv("WANDB_API_KEY", "0" * 40)  # a dummy key
+        monkeypatch.setenv("WANDB_BASE_URL", f"http://127.0.0.1:{_closed_port()}")
+    else:
+        monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
+    conf, res = standin.make_conf(tmp_path), tmp_path / "res"
+    args = ["run", "seed=2", "logger=wandb_online", f"runtime.results_dir={res}"]
+    start = time.monotonic()
+    result = CliRunner().invoke(app, [*args, "--config-dir", str(conf)])
+    took = time.monotonic() - start
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: W&B")]
+    assert len(warnings) == 1, result.stderr
+    assert ("cannot reach" if trouble == "no_server" else "no W&B API key") in warnings[0]
+    assert "logging offline" in warnings[0] and "Traceback" not in result.output
+    assert took < 20  # no wait for wandb.init's online timeout
+    job = res / "runs" / "seed=2"
+    summary = store.read_summary(job)
+    assert summary["status"] == "completed" and summary["steps"] == 5
+    rows = store.read_metrics(job / "metrics.jsonl")
+    assert [r["loss/total"] for r in rows] == [pytest.approx(1.2 / s) for s in range(1, 6)]
+    assert len(list(job.glob("wandb/offline-run-*/run-*.wandb"))) == 1
+
+
+# --------------------------------------------------------------------------------------------
+# 5. Budgets: wall time and steps stop cleanly with status timeout, partial metrics kept
+
+
+@pytest.mark.parametrize(
+    ("budget", "job_name"),
+    [
+        ("budget.max_steps=4", "budget.max_steps=4__muzero.training_steps=40"),
+        ("budget.max_wall_s=0.5", "budget.max_wall_s=0.5__muzero.training_steps=40"),
+    ],
+)
+def test_budget_stops_with_timeout_and_keeps_partial_metrics(tmp_path, monkeypatch, budget,
+                                                             job_name):  # fmt: skip
+    monkeypatch.setenv(runner.BACKEND_ENV, str(standin.PATH))
+    conf, res = standin.make_conf(tmp_path), tmp_path / "res"
+    (conf / "muzero" / "default.yaml").write_text(
+        standin.STANDIN_MUZERO_YAML.replace("sleep_s: 0.0", "sleep_s: 0.05")
+    )
+    args = ["run", "muzero.training_steps=40", budget, "logger=none", f"runtime.results_dir={res}"]
+    result = CliRunner().invoke(app, [*args, "--config-dir", str(conf)])
+    assert result.exit_code == 0, result.output
+    job = res / "runs" / job_name
+    assert f"timeout: {job}" in result.output
+    summary = store.read_summary(job)
+    rows = store.read_metrics(job / "metrics.jsonl")
+    assert summary["status"] == "timeout" and summary["steps"] == len(rows)
+    assert [r["step"] for r in rows] == list(range(1, len(rows) + 1))
+    if "max_steps" in budget:
+        assert len(rows) == 4
+    else:  # 0.05 s per step: about 10 steps in 0.5 s, far fewer than 40
+        assert 2 <= len(rows) <= 20 and summary["wall_time_s"] >= 0.5
+    assert summary["stability"]["steps"] == len(rows)  # figures from the partial metrics
+    n = len(rows)  # final_loss: mean loss of the last ceil(10%) rows; loss = 1 / step here
+    tail = range(n - max(1, math.ceil(0.1 * n)) + 1, n + 1)
+    assert summary["stability"]["final_loss"] == pytest.approx(sum(1 / s for s in tail) / len(tail))
+    again = CliRunner().invoke(app, [*args, "--config-dir", str(conf)])
+    assert again.exit_code == 0 and "already timeout" in again.output  # a result: kept
