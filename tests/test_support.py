@@ -65,3 +65,12 @@ def test_scalar_support():
 def test_unknown_support_kind_names_choices():
     with pytest.raises(ConfigError, match="'gaussian'.*categorical, scalar"):
         Support("gaussian", 3)
+
+
+def test_h_inverse_matches_textbook_form_in_float64():
+    y = np.array([-30.0, -2.5, -0.3, 0.0, 0.7, 4.0, 50.0])
+    eps = 0.001
+    textbook = np.sign(y) * (
+        ((np.sqrt(1 + 4 * eps * (np.abs(y) + 1 + eps)) - 1) / (2 * eps)) ** 2 - 1
+    )
+    np.testing.assert_allclose(h_inverse(y).numpy(), textbook, rtol=1e-5, atol=1e-6)

@@ -29,10 +29,14 @@ def h_transform(x: tf.Tensor) -> tf.Tensor:
 def h_inverse(y: tf.Tensor) -> tf.Tensor:
     """The closed-form inverse of :func:`h_transform`, elementwise.
 
-    ``h^-1(y) = sign(y) (((sqrt(1 + 4 eps (|y| + 1 + eps)) - 1) / (2 eps))^2 - 1)``.
+    ``h^-1(y) = sign(y) (((sqrt(1 + 4 eps (|y| + 1 + eps)) - 1) / (2 eps))^2 - 1)``, evaluated as
+    ``root = 2 (|y| + 1 + eps) / (1 + sqrt(...))`` (the same number, multiplied through by the
+    conjugate) to avoid the cancellation in ``sqrt(...) - 1``: in float32 the textbook form gives
+    ``h^-1(0) = -2.6e-5``, this one ``2.4e-7``.
     """
     y = tf.convert_to_tensor(y, tf.float32)
-    root = (tf.sqrt(1.0 + 4.0 * EPSILON * (tf.abs(y) + 1.0 + EPSILON)) - 1.0) / (2.0 * EPSILON)
+    inner = tf.abs(y) + 1.0 + EPSILON
+    root = 2.0 * inner / (1.0 + tf.sqrt(1.0 + 4.0 * EPSILON * inner))
     return tf.sign(y) * (tf.square(root) - 1.0)
 
 
