@@ -1,0 +1,130 @@
+"""Determinism (issue 7, item 2): the same config and seed give the same numbers.
+
+Short REAL MuZero runs on Catch (the real ``experiments.muzero.train``, through the runner, which
+seeds everything and turns TensorFlow op determinism on at job start): two runs with one seed
+must agree on every ``summary.json`` figure and every metric row, bit for bit (only the clock
+readings, ``time/*`` and ``wall_time_s``, may differ); a third run with another seed must not, so
+the comparison can fail. A ``slow`` test repeats the run in a fresh process.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from experiments import runner, store
+from experiments.config import LoggerConfig, RunConfig, RuntimeConfig, VariantConfig
+
+CLOCK_KEYS = ("wall_time_s",)  # summary/stability figures read from the clock
+
+
+def _config(seed: int) -> RunConfig:
+    from experiments.muzero.config import MuZeroConfig, NetworkConfig
+    from experiments.tasks import TaskConfig
+
+    muzero = MuZeroConfig(
+        network=NetworkConfig(hidden_size=8, width=16),
+        training_steps=8,
+        num_envs=4,
+        warmup_steps=3,
+        num_simulations=4,
+        unroll_steps=3,
+        td_steps=5,
+        batch_size=16,
+        replay_capacity=500,
+        eval_every=4,
+        eval_episodes=4,
+        jit_compile=False,  # XLA compiles cost more than these few steps (XLA runs agree too)
+    )
+    return RunConfig(
+        seed=seed,
+        task_name="catch",
+        ablation=None,
+        task=TaskConfig(),
+        muzero=muzero,
+        variant=VariantConfig("scale_gradient", params={"scale": 0.5}),
+        logger=LoggerConfig(mode="none"),
+        runtime=RuntimeConfig(progress=False),
+    )
+
+
+def _run(job_dir, seed: int) -> tuple[dict, list[dict]]:
+    summary = runner.run_job(
+        _config(seed), job_dir, job=f"seed={seed}", overrides={"seed": str(seed)}, resolved={}
+    )
+    assert summary["status"] == "completed", summary.get("error")
+    on_disk = json.loads((job_dir / "summary.json").read_text())
+    return on_disk, store.read_metrics(job_dir / "metrics.jsonl")
+
+
+def _figures(summary: dict) -> dict:
+    out = {k: v for k, v in summary.items() if k not in (*CLOCK_KEYS, "stability")}
+    out["stability"] = {k: v for k, v in summary["stability"].items() if k not in CLOCK_KEYS}
+    return out
+
+
+def _rows(rows: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if not k.startswith("time/")} for r in rows]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Seed 1 twice and seed 2 once, in this process, one after the other."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv(runner.BACKEND_ENV, raising=False)  # the real MuZero job
+        root = tmp_path_factory.mktemp("determinism")
+        return {name: _run(root / name, seed) for name, seed in (("a", 1), ("b", 1), ("c", 2))}
+
+
+def test_same_seed_gives_identical_summary_figures(runs):
+    (a, _), (b, _) = runs["a"], runs["b"]
+    assert a["steps"] == 8 and a["stability"]["final_loss"] is not None
+    assert _figures(a) == _figures(b)  # exact equality of every float, not approx
+
+
+def test_same_seed_gives_identical_metric_rows(runs):
+    (_, rows_a), (_, rows_b) = runs["a"], runs["b"]
+    assert len(rows_a) == 8 and "grad/hidden_depth_3" in rows_a[0]
+    assert _rows(rows_a) == _rows(rows_b)
+
+
+def test_another_seed_gives_other_numbers(runs):
+    (a, rows_a), (c, rows_c) = runs["a"], runs["c"]
+    assert [r["loss/total"] for r in rows_a] != [r["loss/total"] for r in rows_c]
+    assert a["stability"]["loss_auc"] != c["stability"]["loss_auc"]
+
+
+_CHILD = textwrap.dedent(
+    """
+    import json, sys
+    sys.path.insert(0, {tests!r})
+    from pathlib import Path
+    import test_determinism as t
+    summary, rows = t._run(Path(sys.argv[1]), 1)
+    print(json.dumps({{"figures": t._figures(summary), "rows": t._rows(rows)}}))
+    """
+)
+
+
+@pytest.mark.slow
+def test_same_seed_in_a_fresh_process_gives_identical_numbers(runs, tmp_path):
+    from pathlib import Path
+
+    code = _CHILD.format(tests=str(Path(__file__).parent))
+    env = {k: v for k, v in __import__("os").environ.items() if k != runner.BACKEND_ENV}
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "job")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        check=True,
+    ).stdout
+    fresh = json.loads(out.strip().splitlines()[-1])
+    summary, rows = runs["a"]
+    assert fresh["figures"] == json.loads(json.dumps(_figures(summary)))
+    assert fresh["rows"] == json.loads(json.dumps(_rows(rows)))
