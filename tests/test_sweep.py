@@ -92,7 +92,8 @@ def test_second_invocation_runs_nothing_and_deleted_summary_reruns(swept):
     assert "4 jobs: 1 completed, 0 diverged, 0 timeout, 0 failed, 3 skipped" in rerun.output
     assert _summary(ablation / JOBS[1])["status"] == "completed"
     assert len(store.read_metrics(ablation / JOBS[1] / "metrics.jsonl")) == 5
-    assert len(list((ablation / JOBS[1]).glob("wandb/offline-run-*"))) == 2  # old + new run
+    # the unfinished attempt's W&B run is discarded: wandb sync uploads each job once
+    assert len(list((ablation / JOBS[1]).glob("wandb/offline-run-*"))) == 1
 
     forced = CliRunner().invoke(app, [*swept["args"], "--force", "logger=none"])
     assert "4 jobs: 4 completed" in forced.output
