@@ -10,16 +10,13 @@ run). It never raises for a problem inside the job: a diverged run is a result (
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import fcntl
 import importlib
 import importlib.metadata
 import importlib.util
 import math
 import os
 import platform
-import shutil
 import sys
 import time
 import traceback
@@ -281,7 +278,7 @@ def run_job(
         backend = load_backend()
         train_fn = train_fn or backend.train
         tasks = backend.tasks if tasks is None else tasks
-    _discard_earlier_attempt(job_dir)
+    store.discard_attempt(job_dir)
     store.write_text_atomic(job_dir / "config.yaml", _yaml(resolved))
     overrides = {k: v for k, v in overrides.items() if not store.is_bookkeeping(k)}
     group = {k: v for k, v in overrides.items() if k != "seed"}
@@ -376,37 +373,6 @@ def run_job(
     return summary
 
 
-def _discard_earlier_attempt(job_dir: Path) -> None:
-    """Clears what an earlier, unfinished (killed, failed or forced) attempt left in ``job_dir``:
-    its traceback, the temporary files of an interrupted atomic write, and its W&B run (so that
-    ``wandb sync`` uploads each job once). ``metrics.jsonl`` is started over by the writer."""
-    (job_dir / "error.txt").unlink(missing_ok=True)
-    for tmp in job_dir.glob(".*.tmp"):
-        tmp.unlink(missing_ok=True)
-    shutil.rmtree(job_dir / "wandb", ignore_errors=True)
-
-
-@contextlib.contextmanager
-def _job_lock(job_dir: Path) -> Iterator[bool]:
-    """Holds an exclusive ``flock`` on ``<job_dir>/.lock`` while the job runs.
-
-    Yields ``False`` when another live process holds it (the same job started twice, e.g. two
-    invocations of one sweep). The kernel releases the lock when its holder dies, SIGKILL
-    included, so a killed job never blocks its re-run.
-    """
-    job_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(job_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        yield True
-    finally:
-        os.close(fd)
-
-
 def _failed_before_start(
     job_dir: Path, job: str, err: BaseException, *, ablation: str | None
 ) -> dict[str, Any]:
@@ -452,7 +418,7 @@ def execute(
     runtime = dict(plain.get("runtime") or {})
     threads = runtime.get("threads")
     limit_threads(threads if isinstance(threads, int) and threads > 0 else None)
-    with _job_lock(job_dir) as locked:
+    with store.job_lock(job_dir) as locked:
         if not locked:
             print(f"[  skipped] {job} (running in another process)", flush=True)
             return {"status": "skipped", "job": job, "reason": "running elsewhere"}

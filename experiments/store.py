@@ -9,6 +9,7 @@ Layout (the source of truth; the W&B run is a mirror)::
         summary.json    status and figures (written atomically; ``running`` while the job runs)
         error.txt       the traceback of a failed job
         wandb/          the W&B run
+        .lock           held (flock) by the process running the job; freed by the kernel on a kill
 
 A job's name is derived from its overrides only (``variant=scale_gradient seed=0`` ->
 ``variant=scale_gradient__seed=0``), so the same sweep run twice maps every job to the same folder:
@@ -17,12 +18,15 @@ that is how a sweep resumes (Hydra's multirun cannot by itself).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import math
 import os
 import re
+import shutil
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -34,7 +38,9 @@ __all__ = [
     "STATUSES",
     "MetricsWriter",
     "ablation_dir",
+    "discard_attempt",
     "is_bookkeeping",
+    "job_lock",
     "job_name",
     "parse_overrides",
     "read_metrics",
@@ -280,3 +286,36 @@ def should_run(job_dir: str | Path, *, force: bool = False) -> tuple[bool, str]:
     if status in FINISHED:
         return (True, "forced") if force else (False, status)
     return True, "failed" if status == "failed" else "unfinished"
+
+
+def discard_attempt(job_dir: str | Path) -> None:
+    """Clears what an earlier, unfinished (killed, failed or forced) attempt left in ``job_dir``:
+    its traceback, the temporary files of an interrupted atomic write, and its W&B run (so that
+    ``wandb sync`` uploads each job once). ``metrics.jsonl`` is started over by the writer."""
+    job_dir = Path(job_dir)
+    (job_dir / "error.txt").unlink(missing_ok=True)
+    for tmp in job_dir.glob(".*.tmp"):
+        tmp.unlink(missing_ok=True)
+    shutil.rmtree(job_dir / "wandb", ignore_errors=True)
+
+
+@contextlib.contextmanager
+def job_lock(job_dir: str | Path) -> Iterator[bool]:
+    """Holds an exclusive ``flock`` on ``<job_dir>/.lock`` while the job runs.
+
+    Yields ``False`` when another live process holds it (the same job started twice, e.g. two
+    invocations of one sweep). The kernel releases the lock when its holder dies, SIGKILL
+    included, so a killed job never blocks its re-run.
+    """
+    job_dir = Path(job_dir)
+    job_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(job_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
