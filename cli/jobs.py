@@ -184,7 +184,18 @@ def sweep(
     if force:
         extra.append("runtime.force=true")
     if len(skipped) < len(planned):
-        hydra_app.launch([*task, *extra, *hyd], multirun=True, config_dir=conf)
+        try:
+            hydra_app.launch([*task, *extra, *hyd], multirun=True, config_dir=conf)
+        except ConfigError:
+            raise
+        except Exception as err:  # noqa: BLE001 - e.g. a joblib worker killed (SIGKILL, OOM)
+            text = str(err).strip().splitlines()
+            typer.echo(
+                f"error: the sweep stopped early ({type(err).__name__}: "
+                f"{text[0][:200] if text else ''}); finished results are kept: run the same "
+                "command again to run the unfinished jobs",
+                err=True,
+            )
     counts, missing = _counts(planned, skipped=skipped)
     line = ", ".join(f"{n} {k}" for k, n in counts.items())
     if missing:

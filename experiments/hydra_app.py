@@ -13,6 +13,7 @@ gradlab agree on where a job's results are, and a re-run finds them.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -89,11 +90,19 @@ def launch(
     entry = hydra.main(config_path=path, config_name="config", version_base="1.3")(job)
     argv = ["gradlab", *(["--multirun"] if multirun else []), *overrides]
     GlobalHydra.instance().clear()
+    saved = os.environ.get("HYDRA_FULL_ERROR")
+    # Hydra would print a launcher error (e.g. a joblib worker killed) as a traceback and exit;
+    # raised instead, the caller can report it in one line and keep the finished results.
+    os.environ["HYDRA_FULL_ERROR"] = "1"
     try:
         with _argv(argv):
             entry()
     finally:
         GlobalHydra.instance().clear()
+        if saved is None:
+            os.environ.pop("HYDRA_FULL_ERROR", None)
+        else:
+            os.environ["HYDRA_FULL_ERROR"] = saved
 
 
 if __name__ == "__main__":

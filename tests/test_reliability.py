@@ -168,6 +168,35 @@ def test_fault_injection_raise_and_sigkill_then_rerun_counts_each_job_once(tmp_p
     }
 
 
+def test_a_sweep_stopped_by_a_dead_worker_says_so_in_one_line(tmp_path, monkeypatch):
+    """With ``--jobs N`` a SIGKILLed joblib worker aborts the launcher (loky's
+    TerminatedWorkerError, checked by hand: the other running job dies too, a re-run completes
+    both); the command reports it in one line, keeps what finished and exits 1."""
+    from experiments import hydra_app
+
+    monkeypatch.setenv(runner.BACKEND_ENV, str(standin.PATH))
+    conf, res = standin.make_conf(tmp_path), tmp_path / "res"
+    real_launch = hydra_app.launch
+
+    def launch_then_die(overrides, **kwargs):
+        real_launch([*overrides, "seed=0"], **kwargs)  # the first job finishes, then:
+        raise RuntimeError("A worker process managed by the executor was unexpectedly terminated.")
+
+    monkeypatch.setattr(hydra_app, "launch", launch_then_die)
+    args = _sweep_args(res, conf, "variant=none", "seed=0,1")
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "the sweep stopped early (RuntimeError: A worker" in errors[0]
+    assert "2 jobs: 1 completed" in result.stdout and "1 unfinished" in result.stdout
+    monkeypatch.setattr(hydra_app, "launch", real_launch)
+    again = CliRunner().invoke(app, args)
+    assert (
+        again.exit_code == 0
+        and "2 jobs: 1 completed, 0 diverged, 0 timeout, 0 failed, 1 skipped" in again.stdout
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # 3. SIGKILL at every write boundary of a job's life (forked copies of this process)
 
