@@ -19,6 +19,7 @@ TINY = MuZeroConfig(
     network=NetworkConfig(hidden_size=8, width=16),
     training_steps=3,
     num_envs=4,
+    selfplay_interval=1,
     num_simulations=3,
     unroll_steps=2,
     batch_size=8,
