@@ -13,7 +13,7 @@ from experiments.muzero.config import MuZeroConfig, NetworkConfig
 from experiments.muzero.train import train
 from experiments.tasks import TaskConfig
 
-SHORT_STEPS = 800
+SHORT_STEPS = 1500
 CONF = pathlib.Path(__file__).resolve().parents[1] / "conf"
 TINY = MuZeroConfig(
     network=NetworkConfig(hidden_size=8, width=16),
@@ -107,8 +107,9 @@ def test_from_dict_rejects_unknown_keys():
 
 
 def test_short_catch_run_beats_random():
-    # The random policy's return on catch is about -0.6 (tests/test_tasks.py).
-    config = dataclasses.replace(MuZeroConfig(), training_steps=SHORT_STEPS, eval_every=200)
+    # The random policy's return on catch is about -0.6 (tests/test_tasks.py); with the default
+    # settings seed 0 passes -0.2 at about step 1300 (the hidden_scale sweep's seed-0 run).
+    config = dataclasses.replace(MuZeroConfig(), training_steps=SHORT_STEPS, eval_every=250)
     rows = _rows(config, seed=0)
     evals = [row["eval/return"] for row in rows if "eval/return" in row]
     assert np.mean(evals[-2:]) > -0.2, evals
