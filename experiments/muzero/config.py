@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from experiments.errors import ConfigError, unknown_choice
+from experiments.errors import ConfigError, build_checked, unknown_choice
 
 __all__ = [
     "LOSS_SCALES",
@@ -201,19 +201,9 @@ class MuZeroConfig:
         values = dict(values)
         network = values.pop("network", {})
         if not isinstance(network, NetworkConfig):
-            network = _build(NetworkConfig, "muzero.network", network)
+            network = build_checked(NetworkConfig, "muzero.network", network)
         if "temperature_schedule" in values:
             values["temperature_schedule"] = tuple(
                 (int(s), float(t)) for s, t in values["temperature_schedule"]
             )
-        return _build(cls, "muzero", {**values, "network": network})
-
-
-def _build(cls: type, owner: str, values: Mapping[str, Any]) -> Any:
-    fields = {f.name for f in dataclasses.fields(cls)}
-    for key in values:
-        if key not in fields:
-            raise ConfigError(
-                f"{owner} has no setting {key!r}; choose from: {', '.join(sorted(fields))}"
-            )
-    return cls(**values)
+        return build_checked(cls, "muzero", {**values, "network": network})

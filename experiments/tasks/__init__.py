@@ -12,7 +12,7 @@ import types
 from collections.abc import Mapping
 from typing import Any
 
-from experiments.errors import ConfigError, unknown_choice
+from experiments.errors import ConfigError, build_checked, unknown_choice
 from experiments.tasks.base import VectorEnv
 from experiments.tasks.catch import CatchEnv
 from experiments.tasks.gym_adapter import GymEnv, check_gym_id
@@ -89,13 +89,7 @@ class TaskConfig:
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> TaskConfig:
         """Builds the config from a plain mapping; an unknown key raises :class:`ConfigError`."""
-        fields = {f.name for f in dataclasses.fields(cls)}
-        for key in values:
-            if key not in fields:
-                raise ConfigError(
-                    f"task has no setting {key!r}; choose from: {', '.join(sorted(fields))}"
-                )
-        return cls(**values)
+        return build_checked(cls, "task", values)
 
 
 def make_env(task: TaskConfig, num_envs: int, *, seed: int) -> VectorEnv:
