@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 from typing import Annotated
 
 import typer
 
+from cli._env import quiet_tensorflow
 from cli._errors import guarded
 from experiments.errors import ConfigError, unknown_choice
 
@@ -56,7 +56,7 @@ def bench(
         raise unknown_choice("format", fmt, FORMATS)
     if repeats is not None and repeats < 1:
         raise ConfigError(f"--repeats {repeats} is invalid; expected an integer >= 1")
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    quiet_tensorflow()
     from experiments.bench import BenchSettings, run_bench  # TensorFlow is imported in there
 
     overrides: dict = {"seed": seed}

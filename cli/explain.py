@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from typing import Annotated
 
 import typer
 
+from cli._env import quiet_tensorflow
 from cli._errors import guarded
 from experiments.errors import unknown_choice
 
@@ -40,7 +40,7 @@ def explain(
     """
     if fmt not in FORMATS:
         raise unknown_choice("format", fmt, FORMATS)
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    quiet_tensorflow()
     from experiments import explain as ex  # TensorFlow is imported here, not at CLI start
 
     variants = ex.explain_variants()

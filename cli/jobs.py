@@ -15,6 +15,7 @@ from typing import Annotated
 
 import typer
 
+from cli._env import quiet_tensorflow
 from cli._errors import guarded
 from experiments.errors import ConfigError
 
@@ -88,7 +89,7 @@ def run(
 
       gradlab run task=cartpole variant=clipnorm budget.max_wall_s=600 logger=none
     """
-    _quiet_tensorflow()
+    quiet_tensorflow()
     from experiments import hydra_app, plan, store
 
     overrides = list(overrides or [])
@@ -106,13 +107,6 @@ def run(
     typer.echo(f"{status}: {job.job_dir}")
     if status in ("failed", "running"):
         raise typer.Exit(1)
-
-
-def _quiet_tensorflow() -> None:
-    """TensorFlow's C++ start-up chatter (CUDA probing on a CPU machine, XLA service lines) says
-    nothing a researcher needs: silenced before the first TensorFlow import, inherited by the jobs
-    (an explicit TF_CPP_MIN_LOG_LEVEL in the environment wins)."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 
 def _backend_classes() -> dict:
@@ -160,7 +154,7 @@ def sweep(
 
       gradlab sweep ablation=clip hydra/launcher=submitit_slurm hydra.launcher.partition=gpu
     """
-    _quiet_tensorflow()
+    quiet_tensorflow()
     from experiments import hydra_app, plan
 
     overrides = list(overrides or [])

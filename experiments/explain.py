@@ -70,20 +70,15 @@ class PlacementRow:
 def _forward_and_factor(hidden: HiddenFn) -> tuple[float, float, np.ndarray]:
     x = tf.constant(PROBE_HIDDEN)
     upstream = tf.constant(_PROBE_UPSTREAM)
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = hidden(x)
-        loss = tf.reduce_sum(y * upstream)
-    grad = tape.gradient(loss, x)
-    grad = tf.zeros_like(x) if grad is None else grad
-    diff = float(tf.reduce_max(tf.abs(y - x)))
-    factor = float(tf.norm(grad) / tf.norm(upstream))
     with tf.GradientTape(persistent=True) as tape:
         tape.watch(x)
         y = hidden(x)
-    jac = tape.jacobian(
-        y, x, unconnected_gradients=tf.UnconnectedGradients.ZERO, experimental_use_pfor=False
-    )
+        loss = tf.reduce_sum(y * upstream)
+    zero = tf.UnconnectedGradients.ZERO
+    grad = tape.gradient(loss, x, unconnected_gradients=zero)
+    jac = tape.jacobian(y, x, unconnected_gradients=zero, experimental_use_pfor=False)
+    diff = float(tf.reduce_max(tf.abs(y - x)))
+    factor = float(tf.norm(grad) / tf.norm(upstream))
     return diff, factor, jac.numpy()  # jac: [B, H, B, H]
 
 
