@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from experiments.errors import ConfigError, unknown_choice
+from experiments.stopping import Budget, DivergenceRule
 
 __all__ = [
     "LOGGER_MODES",
@@ -73,36 +74,11 @@ class VariantConfig:
         )
 
 
-@dataclasses.dataclass(frozen=True)
-class BudgetConfig:
-    """Limits past which a job stops cleanly with status ``timeout`` (``None``: no limit)."""
+BudgetConfig = Budget
+"""The ``budget`` section: :class:`experiments.stopping.Budget`."""
 
-    max_wall_s: float | None = None  # wall-clock seconds of the training loop
-    max_steps: int | None = None  # training steps
-
-    def __post_init__(self) -> None:
-        _check_positive("budget.max_wall_s", self.max_wall_s)
-        _check_positive("budget.max_steps", self.max_steps)
-
-
-@dataclasses.dataclass(frozen=True)
-class DivergenceConfig:
-    """When a run counts as diverged (status ``diverged``, a result rather than an error).
-
-    A run diverges at the first step whose losses or gradients are not finite, or whose
-    ``loss/total`` exceeds ``factor`` times the reference: the mean ``loss/total`` of the first
-    ``reference_steps`` steps.
-    """
-
-    factor: float = 100.0
-    reference_steps: int = 10
-
-    def __post_init__(self) -> None:
-        if not self.factor > 1:
-            raise ConfigError(
-                f"divergence.factor={self.factor!r} is out of range; expected a number > 1"
-            )
-        _check_positive("divergence.reference_steps", self.reference_steps)
+DivergenceConfig = DivergenceRule
+"""The ``divergence`` section: :class:`experiments.stopping.DivergenceRule`."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -282,22 +282,27 @@ def make_variant(name: str, **params: Any) -> Variant:
 # --------------------------------------------------------------------------------------------
 # Placements
 
-PlacementFn = Callable[[tf.Tensor, HiddenFn, int], tf.Tensor]
-"""``(h [B, H], transform, step) -> h [B, H]``; ``step``: 1-based index of the dynamics call."""
+PlacementFn = Callable[[tf.Tensor, HiddenFn, "int | tf.Tensor"], tf.Tensor]
+"""``(h [B, H], transform, step) -> h [B, H]``; ``step``: 1-based index of the dynamics call, a
+Python int (the training unroll: the same for every row) or an int tensor ``[B]`` (the search:
+each row's leaf is at its own depth, ``step = depth of the parent + 1``)."""
 
 
-def _untouched(h: tf.Tensor, transform: HiddenFn, step: int) -> tf.Tensor:
+def _untouched(h: tf.Tensor, transform: HiddenFn, step: int | tf.Tensor) -> tf.Tensor:
     del transform, step
     return h
 
 
-def _pseudocode_input(h: tf.Tensor, transform: HiddenFn, step: int) -> tf.Tensor:
+def _pseudocode_input(h: tf.Tensor, transform: HiddenFn, step: int | tf.Tensor) -> tf.Tensor:
     # The pseudocode scales `hidden_state` after recurrent_inference returns it, so the first
     # dynamics call sees the representation's output untouched and every later one sees T(h).
-    return h if step == 1 else transform(h)
+    if isinstance(step, int):
+        return h if step == 1 else transform(h)
+    first = tf.reshape(tf.equal(step, 1), [-1, 1])  # [B, 1]
+    return tf.where(first, h, transform(h))
 
 
-def _always(h: tf.Tensor, transform: HiddenFn, step: int) -> tf.Tensor:
+def _always(h: tf.Tensor, transform: HiddenFn, step: int | tf.Tensor) -> tf.Tensor:
     del step
     return transform(h)
 

@@ -9,12 +9,14 @@ evaluation ran, or the loss at the end was not finite), so the dict is valid str
 
 Definitions (``rows`` sorted by ``step``; "finite rows" = rows before the first non-finite one):
 
-* ``diverged`` (0/1), ``diverged_step``: the first step whose ``nonfinite`` flag is set or whose
-  ``loss/total`` or ``grad/global_norm`` is NaN/Inf; ``None`` if none.
+* ``diverged`` (0/1), ``diverged_step``: the first diverging step by
+  :func:`experiments.stopping.first_divergence` (the rule the runner stops a run with: non-finite
+  losses or gradients, or ``loss/total`` above ``factor`` x its early mean); ``None`` if none.
 * ``steps``: the last step seen.
 * ``final_loss``: mean ``loss/total`` over the last 10% of the rows (at least one row); ``None`` if
   any of them is not finite (a diverged run has no final loss).
-* ``loss_auc``: area under ``loss/total`` against ``step`` (trapezoid rule) over the finite rows,
+* ``loss_auc``: area under ``loss/total`` against ``step`` (trapezoid rule) over the rows before
+  the diverging one (all rows if none diverged),
   divided by their step span: the step-averaged loss, comparable across run lengths.
 * ``grad_norm_median`` / ``grad_norm_p99`` / ``grad_norm_max``: of the finite ``grad/global_norm``.
 * ``spike_count``: steps whose finite global gradient norm exceeds ``spike_factor`` times the
@@ -40,6 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from experiments.errors import ConfigError
+from experiments.stopping import DivergenceRule, first_divergence
 
 __all__ = ["STABILITY_KEYS", "read_metrics", "running_median_spikes", "stability_summary"]
 
@@ -153,15 +156,6 @@ def _step_average(steps: np.ndarray, values: np.ndarray) -> float | None:
     return float(np.trapezoid(values, steps) / (steps[-1] - steps[0]))
 
 
-def _first_nonfinite(row: Mapping[str, float]) -> bool:
-    if row.get("nonfinite", 0.0):
-        return True
-    return any(
-        row.get(key) is not None and not math.isfinite(float(row[key]))
-        for key in ("loss/total", "grad/global_norm")
-    )
-
-
 def _depth_ratio(rows: Sequence[Mapping[str, float]], prefix: str) -> float | None:
     """Median over rows of ``{prefix}K / {prefix}0`` with K the deepest logged depth."""
     depths = {
@@ -193,6 +187,7 @@ def stability_summary(
     *,
     threshold: float | None,
     wall_time_s: float | None = None,
+    divergence: DivergenceRule = DivergenceRule(),
     spike_factor: float = 10.0,
 ) -> dict[str, float | int | None]:
     """The stability figures of one run (definitions in the module docstring).
@@ -201,6 +196,7 @@ def stability_summary(
       rows: ``[T]`` the per-step metric dicts (keys as in docs/interfaces.md), any order.
       threshold: the task's success return (catch 0.9, cartpole 475), or None for no threshold.
       wall_time_s: the job's wall time; if None, the last ``time/elapsed_s`` is used.
+      divergence: the rule that decides ``diverged`` (the job's ``divergence`` config).
       spike_factor: a step spikes when its global gradient norm exceeds this times the running
         median.
 
@@ -221,10 +217,10 @@ def stability_summary(
     out.update(diverged=0, steps=int(rows[-1]["step"]) if rows else 0, spike_count=0)
     out["reached_threshold"] = 0
 
-    bad = next((i for i, r in enumerate(rows) if _first_nonfinite(r)), None)
+    bad = first_divergence(rows, divergence)
     if bad is not None:
-        out["diverged"], out["diverged_step"] = 1, int(rows[bad]["step"])
-    finite_rows = rows if bad is None else rows[:bad]
+        out["diverged"], out["diverged_step"] = 1, bad
+    finite_rows = rows if bad is None else [r for r in rows if r["step"] < bad]
 
     loss_rows = [r for r in rows if r.get("loss/total") is not None]
     if loss_rows:

@@ -14,7 +14,6 @@ import dataclasses
 import importlib
 import importlib.metadata
 import importlib.util
-import math
 import os
 import platform
 import sys
@@ -27,6 +26,7 @@ from typing import Any
 from experiments import store
 from experiments.config import RunConfig, build_run_config, to_plain
 from experiments.errors import ConfigError
+from experiments.stopping import DivergenceCheck, DivergenceRule
 
 __all__ = [
     "BACKEND_ENV",
@@ -155,38 +155,6 @@ def _threshold(tasks: Mapping[str, Any], task_name: str) -> float | None:
     return None
 
 
-class _Divergence:
-    """Flags the first step whose losses/gradients are not finite, or whose ``loss/total``
-    exceeds ``factor`` x the mean of the first ``reference_steps`` losses."""
-
-    def __init__(self, *, factor: float, reference_steps: int) -> None:
-        self.factor = factor
-        self.reference_steps = reference_steps
-        self._early: list[float] = []
-
-    @property
-    def reference(self) -> float | None:
-        if len(self._early) < self.reference_steps:
-            return None
-        return sum(self._early) / len(self._early)
-
-    def diverged(self, row: Mapping[str, Any]) -> bool:
-        if float(row.get("nonfinite", 0.0) or 0.0) >= 1.0:
-            return True
-        for key, value in row.items():
-            if key.startswith(("loss/", "grad/")) and isinstance(value, float | int):
-                if not math.isfinite(value):
-                    return True
-        loss = row.get("loss/total")
-        if not isinstance(loss, int | float):
-            return False
-        ref = self.reference
-        if ref is None:
-            self._early.append(float(loss))
-            return False
-        return ref > 0 and loss > self.factor * ref
-
-
 class _Progress:
     """A rich progress bar (steps, loss, eval return) on a terminal; nothing otherwise."""
 
@@ -226,13 +194,17 @@ class _Progress:
             self._bar = None
 
 
-def _stability(rows: list[dict], *, threshold: float | None, wall_time_s: float) -> dict:
+def _stability(
+    rows: list[dict], *, threshold: float | None, wall_time_s: float, divergence: DivergenceRule
+) -> dict:
+    from experiments.metrics import stability_summary
+
     try:
-        from experiments.metrics import stability_summary
-    except ImportError:
-        return {}
-    try:
-        return dict(stability_summary(rows, threshold=threshold, wall_time_s=wall_time_s))
+        return dict(
+            stability_summary(
+                rows, threshold=threshold, wall_time_s=wall_time_s, divergence=divergence
+            )
+        )
     except Exception as err:  # noqa: BLE001 - a summary figure must not fail the job
         print(f"warning: stability summary failed: {err}", file=sys.stderr)
         return {}
@@ -323,17 +295,15 @@ def run_job(
     try:
         seed_everything(cfg.seed, deterministic=cfg.runtime.deterministic)
         variant, placement = cfg.variant.build()
-        check = _Divergence(
-            factor=cfg.divergence.factor, reference_steps=cfg.divergence.reference_steps
-        )
+        check = DivergenceCheck(cfg.divergence)
         gen = iter(train_fn(cfg.muzero, cfg.task, variant, placement, seed=cfg.seed))
         with store.MetricsWriter(job_dir / "metrics.jsonl") as writer:
             while True:
                 budget = cfg.budget
-                if budget.max_wall_s is not None and clock() - t0 >= budget.max_wall_s:
+                if budget.out_of_time(clock() - t0):
                     status = "timeout"
                     break
-                if budget.max_steps is not None and steps >= budget.max_steps:
+                if budget.out_of_steps(steps):
                     # One look past the budget tells a run that ends here from one cut short.
                     status = "completed" if next(gen, None) is None else "timeout"
                     break
@@ -367,7 +337,9 @@ def run_job(
         rows = store.read_metrics(job_dir / "metrics.jsonl")
     except ConfigError:
         rows = []
-    summary["stability"] = _stability(rows, threshold=summary["threshold"], wall_time_s=wall)
+    summary["stability"] = _stability(
+        rows, threshold=summary["threshold"], wall_time_s=wall, divergence=cfg.divergence
+    )
     store.write_json_atomic(job_dir / "summary.json", summary)
     tracker.finish(summary)
     return summary

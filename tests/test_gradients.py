@@ -218,3 +218,19 @@ def test_unknown_variant_lists_every_choice():
         G.make_variant("nope")
     for name in G.VARIANTS:
         assert name in str(info.value)
+
+
+@pytest.mark.parametrize("name", sorted(G.PLACEMENTS))
+def test_placement_with_a_step_per_row_equals_the_int_form_row_by_row(name):
+    # The search calls the placement with each row's own dynamics-call index (its leaf depth).
+    placement = G.PLACEMENTS[name]
+    h = tf.constant([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    steps = [1, 2, 3]
+
+    def double(x):
+        return 2.0 * x
+
+    for fn in (placement.dynamics_input, placement.dynamics_output):
+        batched = fn(h, double, tf.constant(steps)).numpy()
+        rows = [fn(h[i : i + 1], double, k).numpy()[0] for i, k in enumerate(steps)]
+        np.testing.assert_array_equal(batched, np.stack(rows))

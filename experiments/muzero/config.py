@@ -17,6 +17,7 @@ __all__ = [
     "LOSS_SCALES",
     "NORMALISATIONS",
     "OPTIMIZERS",
+    "Q_FORMS",
     "SUPPORTS",
     "MuZeroConfig",
     "NetworkConfig",
@@ -29,6 +30,11 @@ SUPPORTS = ("categorical", "scalar")
 LOSS_SCALES = ("pseudocode", "none", "remaining")
 """Weight of unroll steps k >= 1: 1/K, 1, or 1/min(K, steps left in the episode)."""
 OPTIMIZERS = ("adam", "sgd")
+Q_FORMS = ("pseudocode", "normalized")
+"""The search's value score of a child (see :mod:`experiments.muzero.search`): ``pseudocode``,
+``reward + discount * normalize(value)`` with MinMaxStats fed ``node.value()`` (the published
+pseudocode); ``normalized``, ``normalize(reward + discount * value)`` with MinMaxStats fed
+``reward + discount * value()`` (muzero-general, EfficientZero)."""
 
 
 def _positive_int(owner: str, name: str, value: Any, minimum: int = 1) -> None:
@@ -101,6 +107,7 @@ class MuZeroConfig:
       dirichlet_fraction: root noise weight (0.25 in the paper).
       pb_c_base: c2 of pUCT.
       pb_c_init: c1 of pUCT.
+      q_form: one of :data:`Q_FORMS`, the search's value score.
       temperature_schedule: ``((from_step, temperature), ...)``, visit-count softmax temperature
         from each training step on.
       unroll_steps: K.
@@ -133,6 +140,7 @@ class MuZeroConfig:
     dirichlet_fraction: float = 0.25
     pb_c_base: float = 19652.0
     pb_c_init: float = 1.25
+    q_form: str = "normalized"
     temperature_schedule: tuple[tuple[int, float], ...] = ((0, 1.0), (400, 0.5), (800, 0.25))
     unroll_steps: int = 5
     td_steps: int = 10
@@ -172,6 +180,7 @@ class MuZeroConfig:
         _float_in("muzero", "value_loss_weight", self.value_loss_weight, 0.0, 1e3, lo_open=True)
         _choice("optimizer", self.optimizer, OPTIMIZERS)
         _choice("loss_scale", self.loss_scale, LOSS_SCALES)
+        _choice("q_form", self.q_form, Q_FORMS)
         if self.replay_capacity < self.batch_size:
             raise ConfigError(
                 f"muzero.replay_capacity={self.replay_capacity} is smaller than "
