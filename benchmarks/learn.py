@@ -1,87 +1,88 @@
-"""Learning benchmark (issue 3, item 8): does MuZero reach the task's threshold in budget?
+"""Learning benchmark: does MuZero reach the task's threshold in its budget, seed by seed?
 
-Runs ``experiments.muzero.train.train`` with the default config of the task for each seed and
-prints, per seed, the final evaluation return, the best one, the first step whose evaluation
-reached the threshold, and the wall time; then how many seeds succeeded.
+Composes gradlab's config with Hydra's compose API (the same ``conf/`` and schema as
+``gradlab run``, overrides in Hydra's syntax), runs ``experiments.muzero.train.train`` in this
+process for each seed, and prints per seed the final return (mean of the final-window
+evaluations), the last and best evaluation, the first step whose evaluation reached the
+threshold (and 250 for CartPole), and the wall time; then how many seeds succeeded.
 
-    python benchmarks/learn.py --task catch --seeds 0,1,2,3,4 \
-        --variant scale_gradient --placement pseudocode
-
-The per-task defaults are those of ``conf/muzero/default.yaml`` overlaid with the ``muzero:`` keys
-of ``conf/task/<task>.yaml`` (cartpole's file sets its own budget).
+    python benchmarks/learn.py task=catch variant=scale_gradient --seeds 0,1,2,3,4
+    python benchmarks/learn.py task=cartpole --seeds 0,1,2,3,4 --levels 250,475
 """
 
 from __future__ import annotations
 
 import argparse
-import pathlib
 import time
 
-import yaml
+from hydra import compose, initialize_config_dir
 
-from experiments.gradients import get_placement, make_variant
+from experiments.config import register_schema, to_run_config
+from experiments.hydra_app import CONF_DIR
+from experiments.metrics import stability_summary
 from experiments.muzero.config import MuZeroConfig
 from experiments.muzero.train import train
-from experiments.tasks import TaskConfig
-
-CONF = pathlib.Path(__file__).resolve().parents[1] / "conf"
+from experiments.process import limit_threads, quiet_tensorflow, seed_everything
 
 
-def _merge(base: dict, over: dict) -> dict:
-    out = dict(base)
-    for key, value in over.items():
-        out[key] = _merge(out[key], value) if isinstance(value, dict) and key in out else value
-    return out
-
-
-def load_configs(task: str, overrides: dict) -> tuple[MuZeroConfig, TaskConfig]:
-    """The task's MuZero and task configs from the Hydra YAML, plus ``overrides`` (muzero keys)."""
-    muzero = yaml.safe_load((CONF / "muzero" / "default.yaml").read_text())
-    task_yaml = yaml.safe_load((CONF / "task" / f"{task}.yaml").read_text())
-    if "task" in task_yaml:  # a `# @package _global_` file
-        muzero = _merge(muzero, task_yaml.get("muzero", {}))
-        task_yaml = task_yaml["task"]
-    muzero = _merge(muzero, overrides)
-    return MuZeroConfig.from_dict(muzero), TaskConfig.from_dict(task_yaml)
+def load_config(overrides: list[str]):
+    """The run's :class:`~experiments.config.RunConfig`, composed by Hydra from ``conf/``."""
+    register_schema(MuZeroConfig)
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return to_run_config(compose("config", overrides=overrides))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--task", default="catch")
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. task=cartpole")
     parser.add_argument("--seeds", default="0,1,2,3,4")
-    parser.add_argument("--variant", default="scale_gradient")
-    parser.add_argument("--scale", type=float, default=0.5, help="scale_gradient's scale")
-    parser.add_argument("--placement", default="pseudocode")
-    parser.add_argument("--steps", type=int, default=0, help="override training_steps")
+    parser.add_argument("--levels", default="", help="extra return levels to time, e.g. 250")
+    parser.add_argument("--threads", type=int, default=1, help="TensorFlow threads (sweeps: 1)")
     args = parser.parse_args()
 
-    overrides = {"training_steps": args.steps} if args.steps else {}
-    config, task = load_configs(args.task, overrides)
-    params = {"scale": args.scale} if args.variant == "scale_gradient" else {}
-    variant = make_variant(args.variant, **params)
-    placement = get_placement(args.placement)
+    limit_threads(args.threads)
+    quiet_tensorflow()
+    seeds = [int(s) for s in args.seeds.split(",")]
+    levels = [float(x) for x in args.levels.split(",") if x]
+    base = load_config(args.overrides)
+    threshold = base.task.threshold
     print(
-        f"task={args.task} variant={args.variant} {params} placement={args.placement} "
-        f"steps={config.training_steps} threshold={task.threshold:g}"
+        f"{' '.join(args.overrides) or 'defaults'}: steps={base.muzero.training_steps} "
+        f"threshold={threshold:g} q_form={base.muzero.q_form} threads={args.threads}",
+        flush=True,
     )
     successes = 0
-    seeds = [int(s) for s in args.seeds.split(",")]
     for seed in seeds:
+        cfg = load_config([*args.overrides, f"seed={seed}"])
+        seed_everything(seed)
+        variant, placement = cfg.variant.build()
         start = time.perf_counter()
-        evals: list[tuple[int, float]] = []
-        for row in train(config, task, variant, placement, seed=seed):
-            if "eval/return" in row:
-                evals.append((int(row["step"]), row["eval/return"]))
+        rows = list(train(cfg.muzero, cfg.task, variant, placement, seed=seed))
         wall = time.perf_counter() - start
-        final = evals[-1][1]
-        reached = next((s for s, r in evals if r >= task.threshold), None)
-        successes += final >= task.threshold
+        figures = stability_summary(
+            rows,
+            threshold=threshold,
+            training_steps=cfg.muzero.training_steps,
+            return_range=_span(cfg.task.return_range),
+        )
+        evals = [(int(r["step"]), r["eval/return"]) for r in rows if "eval/return" in r]
+        reached = {
+            level: next((s for s, r in evals if r >= level), None) for level in [*levels, threshold]
+        }
+        final = figures["final_return"]
+        successes += final is not None and final >= threshold
+        times = "  ".join(f"first >= {lv:g}: {st}" for lv, st in reached.items())
         print(
-            f"seed {seed}: final eval return {final:.3f}  best {max(r for _, r in evals):.3f}  "
-            f"first step >= threshold {reached}  wall {wall:.1f} s",
+            f"seed {seed}: final return {final:.3f} (mean of {figures['final_evals']} evals)  "
+            f"last {figures['final_return_last']:.3f}  best window {figures['best_return']:.3f}  "
+            f"{times}  collapsed {figures['collapsed']}  wall {wall:.1f} s",
             flush=True,
         )
-    print(f"{successes}/{len(seeds)} seeds reached a final eval return >= {task.threshold:g}")
+    print(f"{successes}/{len(seeds)} seeds reached a final return >= {threshold:g}")
+
+
+def _span(bounds: tuple[float, float] | None) -> float | None:
+    return None if bounds is None else bounds[1] - bounds[0]
 
 
 if __name__ == "__main__":

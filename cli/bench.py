@@ -7,9 +7,9 @@ from typing import Annotated
 
 import typer
 
-from cli._env import quiet_tensorflow
 from cli._errors import guarded
 from experiments.errors import ConfigError, unknown_choice
+from experiments.process import quiet_tensorflow
 
 __all__ = ["FORMATS", "bench"]
 

@@ -1,21 +1,18 @@
 """`gradlab run`, `gradlab sweep`, `gradlab list`: jobs over Hydra, and what can be chosen.
 
 Every command validates the whole command line before anything runs (bad names, keys, types or
-ranges: one line, exit code 2, nothing written). TensorFlow is imported only by `run` and `sweep`
-(to bind the variants while validating); `list` reads the registries' source and the YAML files.
+ranges, unknown launchers: one line, exit code 2, nothing written); none of that imports
+TensorFlow. The job the commands run is taken from the Click context (``obj``), MuZero by default,
+which is how the tests run the machinery around a stand-in job.
 """
 
 from __future__ import annotations
 
-import ast
-import importlib.util
-import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from cli._env import quiet_tensorflow
 from cli._errors import guarded
 from experiments.errors import ConfigError
 
@@ -23,9 +20,15 @@ __all__ = ["list_", "run", "sweep"]
 
 _OVERRIDES_HELP = (
     "Hydra overrides: seed=0, variant=scale_gradient variant.scale=0.25, task=cartpole, "
-    "logger=none, budget.max_steps=200, muzero.unroll_steps=10, ..."
+    "regime=stress, logger=none, budget.max_steps=200, muzero.unroll_steps=10, ..."
 )
 _CONFIG_DIR_HELP = "A Hydra config folder to use instead of gradlab's own conf/ (e.g. a copy)."
+
+
+def _job(ctx: typer.Context):
+    from experiments.job import MUZERO, Job
+
+    return ctx.obj if isinstance(ctx.obj, Job) else MUZERO
 
 
 def _config_dir(config_dir: Path | None) -> Path:
@@ -36,13 +39,6 @@ def _config_dir(config_dir: Path | None) -> Path:
     if not (config_dir / "config.yaml").is_file():
         raise ConfigError(f"--config-dir {str(config_dir)!r} holds no config.yaml")
     return config_dir.resolve()
-
-
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not on Linux
-        return os.cpu_count() or 1
 
 
 def _counts(jobs: list, *, skipped: set[str]) -> tuple[dict[str, int], list[str]]:
@@ -73,6 +69,7 @@ def _logger_mode(overrides: list[str], config_dir: Path) -> str:
 
 @guarded
 def run(
+    ctx: typer.Context,
     overrides: Annotated[list[str] | None, typer.Argument(help=_OVERRIDES_HELP)] = None,
     force: Annotated[
         bool, typer.Option("--force", help="Run again even if this run already finished.")
@@ -89,49 +86,62 @@ def run(
 
       gradlab run task=cartpole variant=clipnorm budget.max_wall_s=600 logger=none
     """
-    quiet_tensorflow()
+    from cli._progress import RichProgress
     from experiments import hydra_app, plan, store
 
+    job = _job(ctx)
     overrides = list(overrides or [])
     conf = _config_dir(config_dir)
-    task, hyd = plan.split_hydra_overrides(overrides)
-    backend = _backend_classes()
-    (job,) = plan.plan(task, multirun=False, config_dir=conf, force=force, **backend)
-    if not job.run:
-        typer.echo(f"{job.job_dir}: already {job.reason}; use --force to run it again")
+    (planned,) = plan.plan(overrides, multirun=False, config_dir=conf, force=force, job=job)
+    if not planned.run:
+        typer.echo(f"{planned.job_dir}: already {planned.reason}; use --force to run it again")
         return
+    task, hyd = plan.split_hydra_overrides(overrides)
     extra = ["runtime.force=true"] if force else []
-    hydra_app.launch([*task, *extra, *hyd], multirun=False, config_dir=conf)
-    summary = store.read_summary(job.job_dir)
+    hydra_app.launch(
+        [*task, *extra, *hyd], multirun=False, config_dir=conf, job=job, progress=RichProgress
+    )
+    summary = store.read_summary(planned.job_dir)
     status = summary["status"] if summary else "failed"
-    typer.echo(f"{status}: {job.job_dir}")
+    typer.echo(f"{status}: {planned.job_dir}")
     if status in ("failed", "running"):
         raise typer.Exit(1)
 
 
-def _backend_classes() -> dict:
-    """The config classes of the job to validate against (a stand-in's in tests)."""
-    from experiments import runner
+def _parallel(jobs: str, *, launcher_given: bool) -> int:
+    """``--jobs``: ``auto`` (one per core, unless another launcher is chosen) or N >= 1."""
+    from experiments.process import cores
 
+    if jobs == "auto":
+        return 1 if launcher_given else cores()
     try:
-        backend = runner.load_backend()
-    except ImportError as err:
-        raise ConfigError(f"the MuZero job cannot be imported: {err}") from None
-    return {"task_cls": backend.task_cls, "muzero_cls": backend.muzero_cls}
+        count = int(jobs)
+    except ValueError:
+        message = f"--jobs {jobs!r} is not valid; expected auto or an integer >= 1"
+        raise ConfigError(message) from None
+    if count < 1:
+        raise ConfigError(f"--jobs {count} is out of range; expected auto or an integer >= 1")
+    if count > 1 and launcher_given:
+        raise ConfigError(f"--jobs {count} picks hydra/launcher=joblib; drop one of the two")
+    return count
 
 
 @guarded
 def sweep(
+    ctx: typer.Context,
     overrides: Annotated[
         list[str] | None,
         typer.Argument(help="ablation=NAME (see gradlab list), then overrides: " + _OVERRIDES_HELP),
     ] = None,
     jobs: Annotated[
-        int,
+        str,
         typer.Option(
-            "--jobs", "-j", help="Jobs at once on this machine (hydra/launcher=joblib); 1: in turn."
+            "--jobs",
+            "-j",
+            help="Jobs at once on this machine: auto (one per core, 1 TensorFlow thread each), "
+            "or N (N > 1: cores // N threads each; 1: one at a time, all cores).",
         ),
-    ] = 1,
+    ] = "auto",
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="List the jobs and which would be skipped; run none.")
     ] = False,
@@ -142,36 +152,33 @@ def sweep(
 ) -> None:
     """Run an ablation: every variant x seed of its preset, one results folder per job.
 
-    Running the same command again skips finished jobs and re-runs failed or unfinished ones.
+    Running the same command again skips finished jobs and re-runs failed or unfinished ones. A
+    job killed by a signal (out of memory, kill) is recorded failed; the other jobs go on.
 
     Examples:
 
-      gradlab sweep ablation=hidden_scale --jobs 2
+      gradlab sweep ablation=hidden_scale
 
       gradlab sweep ablation=hidden_scale seed=0            (one seed of every variant)
 
-      gradlab sweep ablation=scale_value --dry-run
+      gradlab sweep ablation=scale_value regime=stress --dry-run
 
       gradlab sweep ablation=clip hydra/launcher=submitit_slurm hydra.launcher.partition=gpu
     """
-    quiet_tensorflow()
     from experiments import hydra_app, plan
+    from experiments.process import cores
 
+    job = _job(ctx)
     overrides = list(overrides or [])
     conf = _config_dir(config_dir)
     task, hyd = plan.split_hydra_overrides(overrides)
-    ablations = [o.split("=", 1)[1] for o in task if o.split("=", 1)[0] == "ablation"]
-    options = plan.group_options(conf, "ablation")
-    if not ablations:
-        raise ConfigError(f"gradlab sweep needs ablation=NAME; choose one of: {', '.join(options)}")
-    if jobs < 1:
-        raise ConfigError(f"--jobs {jobs} is out of range; expected an integer >= 1")
+    if not any(o.split("=", 1)[0] == "ablation" for o in task):
+        options = ", ".join(plan.group_options(conf, "ablation"))
+        raise ConfigError(f"gradlab sweep needs ablation=NAME; choose one of: {options}")
     launcher_given = any(o.split("=", 1)[0] == "hydra/launcher" for o in hyd)
-    if jobs > 1 and launcher_given:
-        raise ConfigError(f"--jobs {jobs} picks hydra/launcher=joblib; drop one of the two")
-    backend = _backend_classes()
+    parallel = _parallel(jobs, launcher_given=launcher_given)
     planned = plan.plan(
-        task, multirun=True, config_dir=conf, force=force, check_writable=not dry_run, **backend
+        overrides, multirun=True, config_dir=conf, force=force, check_writable=not dry_run, job=job
     )
     skipped = {j.name for j in planned if not j.run}
     if dry_run:
@@ -179,19 +186,19 @@ def sweep(
             typer.echo(f"{'run ' if j.run else 'skip'}  {j.job_dir}  ({j.reason})")
         typer.echo(f"{len(planned) - len(skipped)} to run, {len(skipped)} to skip")
         return
-    extra = []
-    if jobs > 1:
-        threads = max(1, _cores() // jobs)
-        extra += [f"runtime.threads={threads}", "runtime.progress=false"]
-        hyd += ["hydra/launcher=joblib", f"hydra.launcher.n_jobs={jobs}"]
+    extra = ["runtime.progress=false"]
+    if parallel > 1:
+        threads = 1 if jobs == "auto" else max(1, cores() // parallel)
+        extra.append(f"runtime.threads={threads}")
+        hyd = [*hyd, "hydra/launcher=joblib", f"hydra.launcher.n_jobs={parallel}"]
     if force:
         extra.append("runtime.force=true")
     if len(skipped) < len(planned):
         try:
-            hydra_app.launch([*task, *extra, *hyd], multirun=True, config_dir=conf)
+            hydra_app.launch([*task, *extra, *hyd], multirun=True, config_dir=conf, job=job)
         except ConfigError:
             raise
-        except Exception as err:  # noqa: BLE001 - e.g. a joblib worker killed (SIGKILL, OOM)
+        except Exception as err:  # noqa: BLE001 - a launcher's own failure (e.g. Ray down)
             text = str(err).strip().splitlines()
             typer.echo(
                 f"error: the sweep stopped early ({type(err).__name__}: "
@@ -212,30 +219,7 @@ def sweep(
 
 
 # --------------------------------------------------------------------------------------------
-# gradlab list: read without importing TensorFlow
-
-
-def _source(module: str) -> str:
-    spec = importlib.util.find_spec(module)
-    if spec is None or spec.origin is None:
-        return ""
-    return Path(spec.origin).read_text(encoding="utf-8")
-
-
-def _registry_lines(source: str, constructor: str, *, summary_arg: int) -> dict[str, str]:
-    """``{name: summary}`` from the literal ``constructor(name, ..., summary, ...)`` calls."""
-    out = {}
-    for node in ast.walk(ast.parse(source)):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id == constructor
-            and len(node.args) > summary_arg
-        ):
-            name, summary = node.args[0], node.args[summary_arg]
-            if isinstance(name, ast.Constant) and isinstance(summary, ast.Constant):
-                out[str(name.value)] = str(summary.value)
-    return out
+# gradlab list: the registries and the config folder, without TensorFlow
 
 
 def _yaml_comment(path: Path) -> str:
@@ -246,18 +230,29 @@ def _yaml_comment(path: Path) -> str:
     return ""
 
 
+def _yaml_group(conf: Path, group: str) -> dict[str, str]:
+    return {p.stem: _yaml_comment(p) for p in sorted((conf / group).glob("*.yaml"))}
+
+
 def _task_lines(conf: Path) -> dict[str, str]:
-    lines = {p.stem: _yaml_comment(p) for p in sorted((conf / "task").glob("*.yaml"))}
-    try:
-        from experiments.tasks import TASKS
-    except ImportError:
-        return lines
+    from experiments.tasks import TASKS
+
+    lines = _yaml_group(conf, "task")
     for name, info in TASKS.items():
-        text = getattr(info, "description", "")
-        threshold = getattr(info, "threshold", None)
-        if isinstance(threshold, float) and threshold == threshold:  # not NaN
-            text += f" (success: eval return >= {threshold:g})"
+        text = info.description
+        if info.threshold == info.threshold:  # not NaN
+            text += f" (success: eval return >= {info.threshold:g})"
         lines[name] = text
+    return lines
+
+
+def _variant_lines() -> dict[str, str]:
+    from experiments.variants import VARIANTS
+
+    lines = {}
+    for name, spec in VARIANTS.items():
+        params = ", ".join(f"{p.name}={p.default:g}" for p in spec.params)
+        lines[name] = spec.summary + (f" [{params}]" if params else "")
     return lines
 
 
@@ -265,7 +260,7 @@ def _task_lines(conf: Path) -> dict[str, str]:
 def list_(
     config_dir: Annotated[Path | None, typer.Option("--config-dir", help=_CONFIG_DIR_HELP)] = None,
 ) -> None:
-    """List what can be chosen: ablations, variants, placements, tasks, loggers.
+    """List what can be chosen: ablations, regimes, variants, placements, tasks, loggers, ...
 
     Examples:
 
@@ -273,24 +268,24 @@ def list_(
 
       gradlab sweep ablation=scale_value --dry-run
     """
-    if config_dir is None:
-        spec = importlib.util.find_spec("conf")
-        conf = Path(spec.origin).parent if spec and spec.origin else Path("conf")
-    else:
-        conf = _config_dir(config_dir)
-    grads = _source("experiments.gradients")
+    from experiments.muzero.options import LOSS_SCALES, NORMALISATIONS, Q_FORMS
+    from experiments.variants import PLACEMENTS
+
+    conf = _config_dir(config_dir)
     sections = {
-        "ablations (gradlab sweep ablation=NAME)": {
-            p.stem: _yaml_comment(p) for p in sorted((conf / "ablation").glob("*.yaml"))
-        },
-        "variants (variant=NAME)": _registry_lines(grads, "VariantSpec", summary_arg=3),
-        "placements (variant.placement=NAME)": _registry_lines(grads, "Placement", summary_arg=1),
+        "ablations (gradlab sweep ablation=NAME)": _yaml_group(conf, "ablation"),
+        "regimes (regime=NAME)": _yaml_group(conf, "regime"),
+        "variants (variant=NAME, parameters as variant.NAME=VALUE)": _variant_lines(),
+        "placements (variant.placement=NAME)": PLACEMENTS.summaries(),
         "tasks (task=NAME)": _task_lines(conf),
-        "loggers (logger=NAME)": {
-            p.stem: _yaml_comment(p) for p in sorted((conf / "logger").glob("*.yaml"))
-        },
+        "loss scales (muzero.loss_scale=NAME)": LOSS_SCALES.summaries(),
+        "normalisations (muzero.network.normalisation=NAME)": NORMALISATIONS.summaries(),
+        "search value forms (muzero.q_form=NAME)": Q_FORMS.summaries(),
+        "loggers (logger=NAME)": _yaml_group(conf, "logger"),
     }
     for title, entries in sections.items():
+        if not entries:
+            continue
         typer.echo(f"{title}:")
         width = max((len(n) for n in entries), default=0)
         for name, line in entries.items():

@@ -1,7 +1,9 @@
-"""Hydra's entry point: the task function every job (local, joblib, submitit, slurm) runs.
+"""Hydra's entry point: the task function every job (local, joblib, submitit, Slurm, Ray) runs.
 
-``gradlab run`` / ``gradlab sweep`` call :func:`launch`, which hands Hydra the argument list it
-expects; the module can also be run directly, which is how a cluster job can be started by hand::
+``gradlab run`` / ``gradlab sweep`` call :func:`launch`, which registers the config schema, builds
+the task function for the given :class:`~experiments.job.Job` and hands Hydra the argument list
+it expects. The module can also be run directly, which is how a cluster job can be started by
+hand::
 
     python -m experiments.hydra_app --multirun ablation=hidden_scale hydra/launcher=submitit_slurm
 
@@ -15,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +26,10 @@ from omegaconf import DictConfig, OmegaConf
 
 import conf as _conf_package
 from experiments import store
+from experiments.config import register_schema
+from experiments.job import MUZERO, Job
 
-__all__ = ["CONF_DIR", "job", "launch", "main"]
+__all__ = ["CONF_DIR", "launch", "main", "task_function"]
 
 CONF_DIR = Path(_conf_package.__file__).resolve().parent
 """gradlab's own config folder (``conf/``, a package, so it is found when installed)."""
@@ -43,25 +47,31 @@ OmegaConf.register_new_resolver("gradlab_job", _job_resolver, replace=True)
 OmegaConf.register_new_resolver("gradlab_ablation", _ablation_resolver, replace=True)
 
 
-def job(cfg: DictConfig) -> dict[str, Any]:
-    """Hydra's task function: runs (or skips) the job whose folder is Hydra's output dir."""
-    from hydra.core.hydra_config import HydraConfig
+def task_function(job: Job = MUZERO, progress: Any = None) -> Callable[[DictConfig], Any]:
+    """Hydra's task function for ``job``: runs (or skips) the job whose folder is Hydra's
+    output dir for it.
 
-    from experiments import runner
+    Args:
+      job: what each job runs.
+      progress: a :data:`experiments.runner.ProgressFactory` drawing a job's progress, or None.
+    """
 
-    hc = HydraConfig.get()
-    choices = hc.runtime.choices
-    return runner.execute(
-        cfg,
-        Path(hc.runtime.output_dir),
-        overrides=list(hc.overrides.task),
-        task_name=str(choices.get("task")),
-        ablation=choices.get("ablation"),
-    )
+    def run_task(cfg: DictConfig) -> dict[str, Any]:
+        from hydra.core.hydra_config import HydraConfig
 
+        from experiments import runner
 
-main = hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")(job)
-"""``python -m experiments.hydra_app [--multirun] OVERRIDES...``."""
+        hc = HydraConfig.get()
+        return runner.execute(
+            cfg,
+            Path(hc.runtime.output_dir),
+            overrides=list(hc.overrides.task),
+            choices={str(k): None if v is None else str(v) for k, v in hc.runtime.choices.items()},
+            job=job,
+            progress=progress,
+        )
+
+    return run_task
 
 
 @contextlib.contextmanager
@@ -75,7 +85,12 @@ def _argv(argv: list[str]) -> Iterator[None]:
 
 
 def launch(
-    overrides: Sequence[str], *, multirun: bool, config_dir: str | Path | None = None
+    overrides: Sequence[str],
+    *,
+    multirun: bool,
+    config_dir: str | Path | None = None,
+    job: Job = MUZERO,
+    progress: Any = None,
 ) -> None:
     """Runs Hydra on ``overrides`` as if from its own command line.
 
@@ -83,16 +98,21 @@ def launch(
       overrides: Hydra overrides, e.g. ``["ablation=hidden_scale", "hydra/launcher=joblib"]``.
       multirun: ``--multirun`` (a sweep) instead of one run.
       config_dir: the config folder; default :data:`CONF_DIR`.
+      job: what each job runs.
+      progress: a progress factory for single runs on a terminal, or None.
     """
     from hydra.core.global_hydra import GlobalHydra
 
+    register_schema(job.muzero_schema)
     path = str(Path(config_dir).resolve()) if config_dir else str(CONF_DIR)
-    entry = hydra.main(config_path=path, config_name="config", version_base="1.3")(job)
+    entry = hydra.main(config_path=path, config_name="config", version_base="1.3")(
+        task_function(job, progress)
+    )
     argv = ["gradlab", *(["--multirun"] if multirun else []), *overrides]
     GlobalHydra.instance().clear()
     saved = os.environ.get("HYDRA_FULL_ERROR")
-    # Hydra would print a launcher error (e.g. a joblib worker killed) as a traceback and exit;
-    # raised instead, the caller can report it in one line and keep the finished results.
+    # Hydra would print a launcher error as a traceback and exit; raised instead, the caller can
+    # report it in one line and keep the finished results.
     os.environ["HYDRA_FULL_ERROR"] = "1"
     try:
         with _argv(argv):
@@ -103,6 +123,14 @@ def launch(
             os.environ.pop("HYDRA_FULL_ERROR", None)
         else:
             os.environ["HYDRA_FULL_ERROR"] = saved
+
+
+def main() -> None:
+    """``python -m experiments.hydra_app [--multirun] OVERRIDES...`` (the MuZero job)."""
+    register_schema(MUZERO.muzero_schema)
+    hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")(
+        task_function()
+    )()
 
 
 if __name__ == "__main__":

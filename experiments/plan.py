@@ -1,29 +1,29 @@
 """Before anything runs: the jobs a command line stands for, each validated, each with its folder
 and whether it would be skipped.
 
-:func:`plan` expands a sweep exactly as Hydra's basic sweeper does (the ablation preset's
+:func:`plan` expands a sweep as Hydra's basic sweeper does (:func:`expand`: the ablation preset's
 ``hydra.sweeper.params``, then the command-line overrides, which replace a preset key or add one),
-composes every job's config with Hydra's compose API, converts it into a
-:class:`~experiments.config.RunConfig` (so every bad name, key, type or range is found here, as a
-:class:`~experiments.errors.ConfigError`, before a single folder is written), and checks its folder
-for a finished result.
+composes every job's config with Hydra's public compose API on gradlab's registered schema,
+converts it into a :class:`~experiments.config.RunConfig` (so every bad name, key, type or range
+is found here, as a :class:`~experiments.errors.ConfigError`, before a single folder is written),
+and checks its folder for a finished result.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from experiments import store
-from experiments.errors import ConfigError, unknown_choice
+from experiments.config_errors import composition_error
+from experiments.errors import ConfigError
+from experiments.job import MUZERO, Job
 
-__all__ = ["PlannedJob", "group_options", "plan", "split_hydra_overrides"]
-
-_GROUPS = ("ablation", "logger", "muzero", "task", "variant")
+__all__ = ["PlannedJob", "expand", "group_options", "plan", "split_hydra_overrides"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,68 +53,52 @@ def split_hydra_overrides(overrides: Sequence[str]) -> tuple[list[str], list[str
 
 def _parse(overrides: Sequence[str]) -> list[Any]:
     from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.errors import OverrideParseException
 
     for item in overrides:
         store.parse_overrides([item])  # the key=value shape, with our message
     try:
         return OverridesParser.create().parse_overrides(list(overrides))
-    except OverrideParseException as err:
-        raise ConfigError(f"cannot parse override: {str(err).splitlines()[0]}") from None
+    except Exception as err:  # noqa: BLE001 - Hydra's parse errors, as one line
+        raise composition_error(err) from None
 
 
-def _check_groups(config_dir: Path, parsed: list[Any]) -> None:
-    for override in parsed:
-        key = override.get_key_element().lstrip("+~")
-        if key not in _GROUPS or override.is_delete():
-            continue
-        values = (
-            list(override.sweep_string_iterator())
-            if override.is_sweep_override()
-            else [override.get_value_element_as_str()]
-        )
-        options = group_options(config_dir, key)
-        for value in values:
-            if value not in options:
-                raise unknown_choice(key, value, options)
+def expand(overrides: Sequence[str]) -> list[list[str]]:
+    """The jobs of a sweep: the cartesian product of its sweep overrides, in Hydra's order.
+
+    As Hydra's basic sweeper does it: a key given twice keeps its last value but its first place
+    (so a command-line override replaces an ablation preset's key), a discrete sweep
+    (``a=1,2``, ``range(3)``, ``choice(...)``) becomes one ``key=value`` per value, the first key
+    varying slowest.
+    """
+    by_key: dict[str, list[str]] = {}
+    for override in _parse(overrides):
+        key = override.get_key_element()
+        if override.is_sweep_override():
+            if not override.is_discrete_sweep():
+                raise ConfigError(
+                    f"{override.input_line!r} is an interval sweep, which needs an optimising "
+                    "sweeper; list the values (a,b,c) or use range(...)"
+                )
+            by_key[key] = [f"{key}={value}" for value in override.sweep_string_iterator()]
+        else:
+            by_key[key] = [f"{key}={override.get_value_element_as_str()}"]
+    return [list(job) for job in itertools.product(*by_key.values())]
 
 
-def _compose(config_dir: Path, overrides: list[str], *, hydra_cfg: bool) -> Any:
+def _compose(config_dir: Path, overrides: list[str]) -> Any:
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
 
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
-            return compose("config", overrides=overrides, return_hydra_config=hydra_cfg)
-    except (HydraException, OmegaConfBaseException) as err:
-        raise _composition_error(config_dir, overrides, err) from None
+            return compose("config", overrides=overrides, return_hydra_config=True)
+    except ConfigError:
+        raise
+    except Exception as err:  # noqa: BLE001 - Hydra's and OmegaConf's errors, as one line
+        raise composition_error(err) from None
     finally:
         GlobalHydra.instance().clear()
-
-
-def _composition_error(config_dir: Path, overrides: list[str], err: Exception) -> ConfigError:
-    """Hydra's multi-line composition error as one line naming the key and the valid ones."""
-    from omegaconf import OmegaConf
-
-    text = str(err)
-    match = re.search(r"Could not override '([^']+)'", text)
-    if match:
-        key = match.group(1)
-        parent, _, leaf = key.rpartition(".")
-        rest = [o for o in overrides if o.lstrip("+~").split("=", 1)[0] != key]
-        try:
-            base = _compose(config_dir, rest, hydra_cfg=False)
-            node = OmegaConf.select(base, parent) if parent else base
-            valid = ", ".join(str(k) for k in node.keys()) if node is not None else "?"
-        except ConfigError:
-            valid = "?"
-        where = parent or "the top level"
-        return ConfigError(f"unknown key {key!r} ({leaf!r} is not under {where}; valid: {valid})")
-    first = next((line.strip() for line in text.splitlines() if line.strip()), repr(err))
-    return ConfigError(f"bad config: {first}")
 
 
 def _check_writable(path: Path) -> None:
@@ -159,51 +143,40 @@ def plan(
     *,
     multirun: bool,
     config_dir: str | Path,
+    job: Job = MUZERO,
     force: bool = False,
     check_writable: bool = True,
-    task_cls: type | None = None,
-    muzero_cls: type | None = None,
 ) -> list[PlannedJob]:
     """Expands, validates and locates the jobs of a command line; writes nothing.
 
     Args:
-      overrides: task overrides (``ablation=...``, ``seed=0``, ...); Hydra's own overrides
-        (``hydra/launcher=...``) are ignored here.
+      overrides: the command line's overrides: ``ablation=...``, ``seed=0``, ... and Hydra's own
+        (``hydra/launcher=...``), which are validated too but name no job.
       multirun: a sweep (the ablation preset's params plus the overrides) or one run.
       config_dir: the config folder.
+      job: the job whose settings schema the ``muzero`` section is checked against.
       force: plan finished jobs to run again.
       check_writable: refuse a read-only results folder when a job would run (off for a dry run).
-      task_cls: the task config class (default ``experiments.tasks.TaskConfig``).
-      muzero_cls: the MuZero config class (default ``experiments.muzero.config.MuZeroConfig``).
 
     Returns:
       The jobs, in Hydra's launch order.
 
     Raises:
-      ConfigError: an unknown ablation, variant, placement, task or key, a wrong type, an
-        out-of-range value, in any job; a read-only results folder; a job folder holding a job
-        of another ablation.
+      ConfigError: an unknown ablation, variant, placement, task, launcher or key, a wrong type,
+        an out-of-range value, in any job; a read-only results folder; a job folder holding a
+        job of another ablation.
     """
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-    from omegaconf import OmegaConf
+    from experiments.config import register_schema, to_run_config
 
-    from experiments.config import build_run_config
-
+    register_schema(job.muzero_schema)
     config_dir = Path(config_dir).resolve()
-    overrides, _ = split_hydra_overrides(overrides)
-    parsed = _parse(overrides)
-    _check_groups(config_dir, parsed)
+    task, hyd = split_hydra_overrides(overrides)
+    parsed = _parse(task)
     if multirun:
-        presets = [o for o in overrides if o.split("=", 1)[0] == "ablation"]
-        base = _compose(config_dir, presets, hydra_cfg=True)
+        presets = [o for o in task if o.split("=", 1)[0] == "ablation"]
+        base = _compose(config_dir, [*presets, *hyd])
         params = base.hydra.sweeper.params or {}
-        sweep = [f"{k}={v}" for k, v in params.items()] + list(overrides)
-        sweep_parsed = _parse(sweep)
-        _check_groups(config_dir, sweep_parsed)
-        try:
-            jobs = BasicSweeper.split_arguments(sweep_parsed, None)[0]
-        except Exception as err:  # noqa: BLE001 - Hydra's sweep errors, as one line
-            raise ConfigError(f"cannot expand the sweep: {str(err).splitlines()[0]}") from None
+        jobs = expand([f"{k}={v}" for k, v in params.items()] + list(task))
     else:
         sweeps = [o for o in parsed if o.is_sweep_override()]
         if sweeps:
@@ -211,29 +184,21 @@ def plan(
                 f"{sweeps[0].input_line!r} is a sweep; a single run takes one value "
                 "(use gradlab sweep for several)"
             )
-        jobs = [list(overrides)]
+        jobs = [list(task)]
 
     planned: list[PlannedJob] = []
     seen: dict[str, list[str]] = {}
+    ablation = None
     for job_overrides in jobs:
-        cfg = _compose(config_dir, list(job_overrides), hydra_cfg=True)
+        cfg = _compose(config_dir, [*job_overrides, *hyd])
         choices = cfg.hydra.runtime.choices
-        plain = OmegaConf.to_container(cfg, resolve=False)
-        plain.pop("hydra", None)
-        plain = OmegaConf.to_container(OmegaConf.create(plain), resolve=True)
         ablation = choices.get("ablation") if multirun else None
         if not multirun and choices.get("ablation"):
             raise ConfigError(
                 f"ablation={choices.get('ablation')!r} is a sweep preset; "
                 f"use: gradlab sweep ablation={choices.get('ablation')}"
             )
-        build_run_config(
-            plain,
-            task_name=str(choices.get("task")),
-            ablation=ablation,
-            task_cls=task_cls,
-            muzero_cls=muzero_cls,
-        )
+        run = to_run_config(cfg)
         name = store.job_name(list(job_overrides))
         if name in seen:
             raise ConfigError(
@@ -241,8 +206,8 @@ def plan(
                 "give each a distinct value"
             )
         seen[name] = list(job_overrides)
-        job_dir = store.ablation_dir(plain["runtime"]["results_dir"], ablation) / name
+        job_dir = store.ablation_dir(run.runtime.results_dir, ablation) / name
         go, reason = store.should_run(job_dir, force=force)
         planned.append(PlannedJob(name, tuple(job_overrides), job_dir, go, reason))
-    _check_results(planned, ablation=ablation if planned else None, writable=check_writable)
+    _check_results(planned, ablation=ablation, writable=check_writable)
     return planned

@@ -41,6 +41,7 @@ __all__ = [
     "discard_attempt",
     "is_bookkeeping",
     "job_lock",
+    "job_locked",
     "job_name",
     "parse_overrides",
     "read_metrics",
@@ -319,3 +320,12 @@ def job_lock(job_dir: str | Path) -> Iterator[bool]:
         yield True
     finally:
         os.close(fd)
+
+
+def job_locked(job_dir: str | Path) -> bool:
+    """Whether a live process holds the job's lock now (see :func:`job_lock`); takes nothing."""
+    path = Path(job_dir) / ".lock"
+    if not path.exists():
+        return False
+    with job_lock(job_dir) as locked:
+        return not locked

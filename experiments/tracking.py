@@ -27,7 +27,13 @@ NAMESPACES = ("loss", "grad", "eval", "hidden", "selfplay", "env", "time", "stab
 
 
 class Tracker(Protocol):
-    """What the runner calls: ``log`` once per step, ``finish`` once at the end."""
+    """What the runner calls: ``log`` once per step, ``finish`` once at the end.
+
+    ``warning`` is the one warning it printed (W&B fell back to offline, or stopped), or None:
+    the runner keeps it in ``summary.json``.
+    """
+
+    warning: str | None
 
     def log(self, row: Mapping[str, float], *, step: int) -> None:
         """Mirrors one metrics row."""
@@ -38,6 +44,8 @@ class Tracker(Protocol):
 
 class NullTracker:
     """``logger=none``: does nothing."""
+
+    warning: str | None = None
 
     def log(self, row: Mapping[str, float], *, step: int) -> None:
         del row, step
@@ -131,7 +139,7 @@ class WandbTracker:
         config: Mapping[str, Any],
     ) -> None:
         self._run: Any = None
-        self._warned = False
+        self.warning: str | None = None
         if mode == "online" and not _has_api_key():
             self._warn_once("logger=wandb_online but no W&B API key is set; logging offline")
             mode = "offline"
@@ -182,8 +190,8 @@ class WandbTracker:
         )
 
     def _warn_once(self, message: str) -> None:
-        if not self._warned:
-            self._warned = True
+        if self.warning is None:
+            self.warning = message
             _warn(message)
 
     @property

@@ -1,8 +1,9 @@
 """A tiny stand-in for the MuZero job, for the runner and sweep tests only.
 
-Loaded through ``GRADLAB_JOB_BACKEND=<this file>`` (see ``experiments.runner.load_backend``). Its
-losses are a closed form of the step, seed and variant parameters, so tests can compute them by
-hand; it can be told to fail, blow up or go NaN at a given step.
+Tests pass :data:`JOB` where gradlab takes a job (``CliRunner().invoke(app, args, obj=JOB)``,
+``plan(..., job=JOB)``, ``runner.execute(..., job=JOB)``), with a config folder from
+:func:`make_conf`. Its losses are a closed form of the step, seed and variant parameters, so tests
+can compute them by hand; it can be told to fail, blow up or go NaN at a given step.
 
 Fault injection that fires once (so that re-running the same command completes the job):
 ``GRADLAB_STANDIN_FAULTS=<file.json>`` holding ``{"<variant>/<seed>": {"raise_at": 2}}`` or
@@ -23,16 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from experiments.errors import ConfigError
+from experiments.job import Job
 
 PATH = Path(__file__).resolve()
 CONF = PATH.parents[1] / "conf"
-TASKS = {"catch": ("stand-in catch", 0.9)}
 FAULTS_ENV = "GRADLAB_STANDIN_FAULTS"
-
-
-@dataclasses.dataclass(frozen=True)
-class TaskConfig:
-    name: str = "catch"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,7 +66,7 @@ def _fire(marker: Path) -> None:
 
 
 def train(
-    config: MuZeroConfig, task: TaskConfig, variant: Any, placement: Any, *, seed: int
+    config: MuZeroConfig, task: Any, variant: Any, placement: Any, *, seed: int
 ) -> Iterator[dict[str, float]]:
     del task, placement
     scale = float(variant.params.get("scale", 0.0))
@@ -101,7 +97,18 @@ def train(
         }
 
 
+JOB = Job(
+    name="stand-in",
+    train=train,
+    muzero_schema=MuZeroConfig,
+    preload=("experiments._preload_tensorflow", "experiments.gradients"),  # variants bind in TF
+)
+"""The stand-in job: pass it where gradlab takes a job."""
+
 STANDIN_MUZERO_YAML = """\
+defaults:
+  - schema
+  - _self_
 training_steps: 5
 base_loss: 1.0
 fail_at: 0

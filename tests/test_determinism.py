@@ -17,7 +17,8 @@ import textwrap
 import pytest
 
 from experiments import runner, store
-from experiments.config import LoggerConfig, RunConfig, RuntimeConfig, VariantConfig
+from experiments.config import LoggerConfig, RunConfig, RuntimeConfig, variant_schema
+from experiments.job import MUZERO
 
 CLOCK_KEYS = ("wall_time_s",)  # summary/stability figures read from the clock
 
@@ -42,11 +43,9 @@ def _config(seed: int) -> RunConfig:
     )
     return RunConfig(
         seed=seed,
-        task_name="catch",
-        ablation=None,
         task=TaskConfig(),
         muzero=muzero,
-        variant=VariantConfig("scale_gradient", params={"scale": 0.5}),
+        variant=variant_schema("scale_gradient")(scale=0.5),
         logger=LoggerConfig(mode="none"),
         runtime=RuntimeConfig(progress=False),
     )
@@ -54,7 +53,14 @@ def _config(seed: int) -> RunConfig:
 
 def _run(job_dir, seed: int) -> tuple[dict, list[dict]]:
     summary = runner.run_job(
-        _config(seed), job_dir, job=f"seed={seed}", overrides={"seed": str(seed)}, resolved={}
+        _config(seed),
+        job_dir,
+        job=f"seed={seed}",
+        overrides={"seed": str(seed)},
+        choices={},
+        resolved={},
+        train_fn=MUZERO.train,
+        ablation=None,
     )
     assert summary["status"] == "completed", summary.get("error")
     on_disk = json.loads((job_dir / "summary.json").read_text())
@@ -74,10 +80,8 @@ def _rows(rows: list[dict]) -> list[dict]:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """Seed 1 twice and seed 2 once, in this process, one after the other."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.delenv(runner.BACKEND_ENV, raising=False)  # the real MuZero job
-        root = tmp_path_factory.mktemp("determinism")
-        return {name: _run(root / name, seed) for name, seed in (("a", 1), ("b", 1), ("c", 2))}
+    root = tmp_path_factory.mktemp("determinism")
+    return {name: _run(root / name, seed) for name, seed in (("a", 1), ("b", 1), ("c", 2))}
 
 
 def test_same_seed_gives_identical_summary_figures(runs):
@@ -115,13 +119,11 @@ def test_same_seed_in_a_fresh_process_gives_identical_numbers(runs, tmp_path):
     from pathlib import Path
 
     code = _CHILD.format(tests=str(Path(__file__).parent))
-    env = {k: v for k, v in __import__("os").environ.items() if k != runner.BACKEND_ENV}
     out = subprocess.run(
         [sys.executable, "-c", code, str(tmp_path / "job")],
         capture_output=True,
         text=True,
         timeout=300,
-        env=env,
         check=True,
     ).stdout
     fresh = json.loads(out.strip().splitlines()[-1])

@@ -27,10 +27,11 @@ from pathlib import Path
 
 import _standin_job as standin
 import pytest
+from conftest import compose_config
 from typer.testing import CliRunner
 
 from cli.main import app
-from experiments import runner, store
+from experiments import process, runner, store
 from experiments.report.results import load_results
 
 STEPS = 8
@@ -38,12 +39,20 @@ STEPS = 8
 
 def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WANDB_", "TF_NUM"))}
-    env.update({runner.BACKEND_ENV: str(standin.PATH), "TF_CPP_MIN_LOG_LEVEL": "3", **extra})
+    path = os.pathsep.join(p for p in (str(standin.PATH.parent), env.get("PYTHONPATH")) if p)
+    env.update({"PYTHONPATH": path, "TF_CPP_MIN_LOG_LEVEL": "3", **extra})
     return env
 
 
 def _cli(*args: str) -> list[str]:
-    return [sys.executable, "-c", "from cli.main import app; app(prog_name='gradlab')", *args]
+    """The gradlab command line in a fresh process, running the stand-in job (a test's caller
+    passes its job to the app, as ``CliRunner`` tests do with ``obj``)."""
+    code = "import _standin_job as s; from cli.main import app; app(prog_name='gradlab', obj=s.JOB)"
+    return [sys.executable, "-c", code, *args]
+
+
+def _invoke(args: list[str]):
+    return CliRunner().invoke(app, [str(a) for a in args], obj=standin.JOB)
 
 
 def _sweep_args(res: Path, conf: Path, *overrides: str) -> list[str]:
@@ -56,6 +65,8 @@ def _sweep_args(res: Path, conf: Path, *overrides: str) -> list[str]:
         *overrides,
         "--config-dir",
         str(conf),
+        "--jobs",
+        "1",  # in turn: the tests below reason about the order of the jobs
     ]
 
 
@@ -83,7 +94,7 @@ def _assert_each_job_completed_once(ablation: Path, jobs: list[str], *, steps: i
 
 def _table_counts(ablation: Path) -> dict[str, tuple[int, int]]:
     """``gradlab table --format json`` on the folder: (runs, finished seeds) per group."""
-    result = CliRunner().invoke(app, ["table", str(ablation), "--format", "json"])
+    result = _invoke(["table", str(ablation), "--format", "json"])
     assert result.exit_code == 0, result.output
     return {r["group"]: (r["runs"], r["seeds"]) for r in json.loads(result.stdout)["rows"]}
 
@@ -146,35 +157,35 @@ def test_fault_injection_raise_and_sigkill_then_rerun_counts_each_job_once(tmp_p
     first = subprocess.run(
         _cli(*args), env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180
     )
-    # jobs run in order: none/0 raises (recorded), none/1 completes, scale_gradient/0 kills the
-    # sweep's process at step 3, scale_gradient/1 never starts
-    assert first.returncode == -signal.SIGKILL, first.stdout + first.stderr
+    # none/0 raises (recorded), none/1 completes, scale_gradient/0 SIGKILLs its own process at
+    # step 3 (recorded failed with the signal), and the sweep goes on: scale_gradient/1 completes
+    assert first.returncode == 1, first.stdout + first.stderr
+    assert "4 jobs: 2 completed, 0 diverged, 0 timeout, 2 failed, 0 skipped" in first.stdout
     failed = store.read_summary(ablation / jobs[0])
     assert failed["status"] == "failed" and "injected failure at step 2" in failed["error"]
     assert "injected failure" in (ablation / jobs[0] / "error.txt").read_text()
     assert store.read_summary(ablation / jobs[1])["status"] == "completed"
-    assert store.read_summary(ablation / jobs[2])["status"] == "running"
+    killed = store.read_summary(ablation / jobs[2])
+    assert killed["status"] == "failed" and "killed by signal 9 (SIGKILL)" in killed["error"]
     assert len(store.read_metrics(ablation / jobs[2] / "metrics.jsonl")) == 2
-    assert not (ablation / jobs[3]).exists()
+    assert store.read_summary(ablation / jobs[3])["status"] == "completed"
 
     again = subprocess.run(
         _cli(*args), env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180
     )
     assert again.returncode == 0, again.stdout + again.stderr
-    assert "4 jobs: 3 completed, 0 diverged, 0 timeout, 0 failed, 1 skipped" in again.stdout
+    assert "4 jobs: 2 completed, 0 diverged, 0 timeout, 0 failed, 2 skipped" in again.stdout
     _assert_each_job_completed_once(ablation, jobs, steps=STEPS)
     assert _table_counts(ablation) == {
         f"muzero.training_steps={STEPS}, variant={v}": (2, 2) for v in ("none", "scale_gradient")
     }
 
 
-def test_a_sweep_stopped_by_a_dead_worker_says_so_in_one_line(tmp_path, monkeypatch):
-    """With ``--jobs N`` a SIGKILLed joblib worker aborts the launcher (loky's
-    TerminatedWorkerError, checked by hand: the other running job dies too, a re-run completes
-    both); the command reports it in one line, keeps what finished and exits 1."""
+def test_a_sweep_stopped_by_its_launcher_says_so_in_one_line(tmp_path, monkeypatch):
+    """When the launcher itself fails (a Ray cluster gone, a scheduler error), the command
+    reports it in one line, keeps what finished and exits 1; the same command finishes it."""
     from experiments import hydra_app
 
-    monkeypatch.setenv(runner.BACKEND_ENV, str(standin.PATH))
     conf, res = standin.make_conf(tmp_path), tmp_path / "res"
     real_launch = hydra_app.launch
 
@@ -184,13 +195,13 @@ def test_a_sweep_stopped_by_a_dead_worker_says_so_in_one_line(tmp_path, monkeypa
 
     monkeypatch.setattr(hydra_app, "launch", launch_then_die)
     args = _sweep_args(res, conf, "variant=none", "seed=0,1")
-    result = CliRunner().invoke(app, args)
+    result = _invoke(args)
     assert result.exit_code == 1 and "Traceback" not in result.output
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "the sweep stopped early (RuntimeError: A worker" in errors[0]
     assert "2 jobs: 1 completed" in result.stdout and "1 unfinished" in result.stdout
     monkeypatch.setattr(hydra_app, "launch", real_launch)
-    again = CliRunner().invoke(app, args)
+    again = _invoke(args)
     assert (
         again.exit_code == 0
         and "2 jobs: 1 completed, 0 diverged, 0 timeout, 0 failed, 1 skipped" in again.stdout
@@ -201,21 +212,23 @@ def test_a_sweep_stopped_by_a_dead_worker_says_so_in_one_line(tmp_path, monkeypa
 # 3. SIGKILL at every write boundary of a job's life (forked copies of this process)
 
 
-def _job_cfg() -> dict:
-    return {
-        "seed": 3,
-        "task": {"name": "catch"},
-        "muzero": {"training_steps": 5},
-        "variant": {"name": "scale_gradient", "placement": "pseudocode", "scale": 0.5},
-        "logger": {"mode": "none"},
-        "runtime": {"progress": False},
-    }
+_OVERRIDES = ["variant=scale_gradient", "seed=3"]
+_ARGS = {"overrides": _OVERRIDES, "choices": {"task": "catch", "ablation": "a"}, "job": standin.JOB}
 
 
-_ARGS = {"overrides": ["variant=scale_gradient", "seed=3"], "task_name": "catch", "ablation": "a"}
+@pytest.fixture(scope="module")
+def _composed(tmp_path_factory):
+    conf = standin.make_conf(tmp_path_factory.mktemp("conf"))
+    extra = ["muzero.training_steps=5", "logger=none", "runtime.progress=false"]
+    return compose_config(conf, [*_OVERRIDES, *extra], schema=standin.MuZeroConfig)
 
 
-def _child_killed_at(job_dir: Path, kill_at: int) -> None:
+@pytest.fixture
+def _job_cfg(_composed):
+    return lambda: _composed
+
+
+def _child_killed_at(cfg, job_dir: Path, kill_at: int) -> None:
     """In the forked child: runs the job, SIGKILLing itself at its ``kill_at``-th write moment
     (after each fsync, before and after each rename, in the middle of and after each metrics
     line)."""
@@ -249,17 +262,17 @@ def _child_killed_at(job_dir: Path, kill_at: int) -> None:
 
     os.replace, os.fsync = replace, fsync
     store.MetricsWriter.append = append
-    runner.execute(_job_cfg(), job_dir, **_ARGS)
+    runner.run_in_process(cfg, job_dir, **_ARGS)  # the job's own process, here the fork
 
 
-def _fork_job(job_dir: Path, kill_at: int) -> bool:
+def _fork_job(cfg, job_dir: Path, kill_at: int) -> bool:
     """Runs the job in a forked child; True when it was killed (False: it ran to the end)."""
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child never returns into pytest
         code = 0
         try:
             with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
-                _child_killed_at(job_dir, kill_at)
+                _child_killed_at(cfg, job_dir, kill_at)
         except BaseException:  # noqa: BLE001
             code = 3
         os._exit(code)
@@ -279,17 +292,17 @@ def _fork_job(job_dir: Path, kill_at: int) -> bool:
     return False
 
 
-def test_sigkill_at_every_write_moment_then_rerun_is_exact(tmp_path, monkeypatch):
-    monkeypatch.setenv(runner.BACKEND_ENV, str(standin.PATH))
+def test_sigkill_at_every_write_moment_then_rerun_is_exact(tmp_path, _job_cfg):
     expected = [  # loss = 1 * (1 + 3/10) * (1 + 0.5) / step, by hand
         pytest.approx(1.95 / step) for step in range(1, 6)
     ]
     reference = tmp_path / "reference" / "variant=scale_gradient__seed=3"
     assert runner.execute(_job_cfg(), reference, **_ARGS)["status"] == "completed"
+    process.quiet_tensorflow()  # imported once here, as the job process server does, not per fork
     seen_states = set()
     for kill_at in itertools.count(1):
         job_dir = tmp_path / f"k{kill_at}" / "variant=scale_gradient__seed=3"
-        killed = _fork_job(job_dir, kill_at)
+        killed = _fork_job(_job_cfg(), job_dir, kill_at)
         if not killed:
             assert kill_at > 20  # the job has at least 20 write moments; all were tried
             break
@@ -313,8 +326,7 @@ def test_sigkill_at_every_write_moment_then_rerun_is_exact(tmp_path, monkeypatch
     assert {(None, 0), ("running", 0), ("running", 3), ("completed", 5)} <= seen_states
 
 
-def test_a_job_running_in_another_process_is_not_run_twice(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv(runner.BACKEND_ENV, str(standin.PATH))
+def test_a_job_running_in_another_process_is_not_run_twice(tmp_path, _job_cfg, capsys):
     job_dir = tmp_path / "variant=scale_gradient__seed=3"
     job_dir.mkdir()
     fd = os.open(job_dir / ".lock", os.O_RDWR | os.O_CREAT)
@@ -341,7 +353,6 @@ def _closed_port() -> int:
 
 @pytest.mark.parametrize("trouble", ["no_server", "no_key"])
 def test_wandb_online_trouble_warns_once_and_keeps_local_results(tmp_path, monkeypatch, trouble):
-    monkeypatch.setenv(runner.BACKEND_ENV, str(standin.PATH))
     for var in [v for v in os.environ if v.startswith("WANDB_")]:
         monkeypatch.delenv(var)
     if trouble == "no_server":
@@ -352,16 +363,16 @@ def test_wandb_online_trouble_warns_once_and_keeps_local_results(tmp_path, monke
     conf, res = standin.make_conf(tmp_path), tmp_path / "res"
     args = ["run", "seed=2", "logger=wandb_online", f"runtime.results_dir={res}"]
     start = time.monotonic()
-    result = CliRunner().invoke(app, [*args, "--config-dir", str(conf)])
+    result = _invoke([*args, "--config-dir", str(conf)])
     took = time.monotonic() - start
     assert result.exit_code == 0, result.output
-    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: W&B")]
-    assert len(warnings) == 1, result.stderr
+    job = res / "runs" / "seed=2"
+    summary = store.read_summary(job)
+    warnings = summary["warnings"]  # the job's process printed it (live) and kept it here
+    assert len(warnings) == 1, warnings
     assert ("cannot reach" if trouble == "no_server" else "no W&B API key") in warnings[0]
     assert "logging offline" in warnings[0] and "Traceback" not in result.output
     assert took < 20  # no wait for wandb.init's online timeout
-    job = res / "runs" / "seed=2"
-    summary = store.read_summary(job)
     assert summary["status"] == "completed" and summary["steps"] == 5
     rows = store.read_metrics(job / "metrics.jsonl")
     assert [r["loss/total"] for r in rows] == [pytest.approx(1.2 / s) for s in range(1, 6)]
@@ -381,13 +392,12 @@ def test_wandb_online_trouble_warns_once_and_keeps_local_results(tmp_path, monke
 )
 def test_budget_stops_with_timeout_and_keeps_partial_metrics(tmp_path, monkeypatch, budget,
                                                              job_name):  # fmt: skip
-    monkeypatch.setenv(runner.BACKEND_ENV, str(standin.PATH))
     conf, res = standin.make_conf(tmp_path), tmp_path / "res"
     (conf / "muzero" / "default.yaml").write_text(
         standin.STANDIN_MUZERO_YAML.replace("sleep_s: 0.0", "sleep_s: 0.05")
     )
     args = ["run", "muzero.training_steps=40", budget, "logger=none", f"runtime.results_dir={res}"]
-    result = CliRunner().invoke(app, [*args, "--config-dir", str(conf)])
+    result = _invoke([*args, "--config-dir", str(conf)])
     assert result.exit_code == 0, result.output
     job = res / "runs" / job_name
     assert f"timeout: {job}" in result.output
@@ -403,5 +413,5 @@ def test_budget_stops_with_timeout_and_keeps_partial_metrics(tmp_path, monkeypat
     n = len(rows)  # final_loss: mean loss of the last ceil(10%) rows; loss = 1 / step here
     tail = range(n - max(1, math.ceil(0.1 * n)) + 1, n + 1)
     assert summary["stability"]["final_loss"] == pytest.approx(sum(1 / s for s in tail) / len(tail))
-    again = CliRunner().invoke(app, [*args, "--config-dir", str(conf)])
+    again = _invoke([*args, "--config-dir", str(conf)])
     assert again.exit_code == 0 and "already timeout" in again.output  # a result: kept

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
+import os
 
 import _standin_job as standin
 import pytest
 
-from experiments import runner, store
+from experiments import process, runner, store
 from experiments.config import (
     BudgetConfig,
     DivergenceConfig,
     LoggerConfig,
     RunConfig,
-    RuntimeConfig,
-    VariantConfig,
+    variant_schema,
 )
+from experiments.tasks import TaskConfig
 
 
 class _Recorder:
@@ -33,15 +33,12 @@ class _Recorder:
 
 
 def _cfg(*, seed=0, variant="none", budget=None, divergence=None, **muzero):
+    params = {"scale": 0.5} if variant == "scale_gradient" else {}
     return RunConfig(
         seed=seed,
-        task_name="catch",
-        ablation="test",
-        task=standin.TaskConfig(),
+        task=TaskConfig(),
         muzero=standin.MuZeroConfig(**muzero),
-        variant=VariantConfig(
-            variant, params={"scale": 0.5} if variant == "scale_gradient" else {}
-        ),
+        variant=variant_schema(variant)(**params),
         budget=budget or BudgetConfig(),
         divergence=divergence or DivergenceConfig(factor=100.0, reference_steps=2),
         logger=LoggerConfig(mode="none"),
@@ -55,9 +52,10 @@ def _run(tmp_path, cfg, **kwargs):
         tmp_path / "job",
         job="job",
         overrides={"variant": cfg.variant.name, "seed": str(cfg.seed), "runtime.threads": "1"},
+        choices={"task": "catch", "regime": "paper"},
         resolved={"seed": cfg.seed},
         train_fn=standin.train,
-        tasks=standin.TASKS,
+        ablation="test",
         tracker=tracker,
         **kwargs,
     )
@@ -144,32 +142,47 @@ def test_rerun_starts_metrics_over_and_clears_old_error(tmp_path):
     assert not (tmp_path / "job" / "error.txt").exists()
 
 
-def test_execute_skips_finished_and_never_raises(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv(runner.BACKEND_ENV, str(standin.PATH))
-    cfg = {
-        "seed": 0,
-        "task": {"name": "catch"},
-        "muzero": {"training_steps": 2},
-        "variant": {"name": "none", "placement": "pseudocode"},
-        "logger": {"mode": "none"},
-        "runtime": {"progress": False},
-    }
-    job_dir = tmp_path / "variant=none__seed=0"
-    args = {"overrides": ["variant=none", "seed=0"], "task_name": "catch", "ablation": "t"}
-    assert runner.execute(cfg, job_dir, **args)["status"] == "completed"
-    assert runner.execute(cfg, job_dir, **args) == {
-        "status": "skipped",
-        "job": "variant=none__seed=0",
-        "reason": "completed",
-    }
-    forced = {**cfg, "runtime": {"force": True, "progress": False}}
-    assert runner.execute(forced, job_dir, **args)["status"] == "completed"
-    bad = {**cfg, "muzero": {"training_steps": "many"}, "runtime": {"force": True}}
-    result = runner.execute(bad, job_dir, **args)  # a config error inside a job: recorded
-    assert result["status"] == "failed" and "training_steps" in result["error"]
+def test_execute_skips_finished_and_never_raises(standin_env, capsys):
+    job_dir = standin_env.res / "variant=none__seed=0"
+    overrides = ["variant=none", "seed=0"]
+    common = ["muzero.training_steps=2", "logger=none", "runtime.progress=false"]
+
+    def execute(*extra):
+        cfg = standin_env.compose([*overrides, *common, *extra])
+        choices = {"task": "catch", "ablation": "t"}
+        return runner.execute(cfg, job_dir, overrides=overrides, choices=choices, job=standin.JOB)
+
+    assert execute()["status"] == "completed"
+    assert execute() == {"status": "skipped", "job": "variant=none__seed=0", "reason": "completed"}
+    assert execute("runtime.force=true")["status"] == "completed"
+    result = execute("runtime.force=true", "muzero.fail_at=1")  # the job's own error: recorded
+    assert result["status"] == "failed" and "stand-in failure at step 1" in result["error"]
     assert "Traceback" in (job_dir / "error.txt").read_text()
     out = capsys.readouterr().out
     assert "[completed] variant=none__seed=0: 2 steps" in out and "[  skipped]" in out
+
+
+def test_a_job_killed_by_a_signal_is_one_failed_job(standin_env, tmp_path):
+    faults = tmp_path / "faults.json"
+    faults.write_text(json.dumps({"none/0": {"kill_at": 2}}))
+    job_dir = standin_env.res / "variant=none__seed=0"
+    overrides = ["variant=none", "seed=0"]
+    cfg = standin_env.compose([*overrides, "muzero.training_steps=4", "logger=none"])
+    os.environ[standin.FAULTS_ENV] = str(faults)  # the job's process gets the caller's environment
+    try:
+        result = runner.execute(
+            cfg, job_dir, overrides=overrides, choices={"task": "catch"}, job=standin.JOB
+        )
+    finally:
+        del os.environ[standin.FAULTS_ENV]
+    assert result["status"] == "failed" and result["steps"] == 0
+    assert result["error"].startswith("the job's process killed by signal 9 (SIGKILL)")
+    assert "killed by signal 9" in (job_dir / "error.txt").read_text()
+    assert [r["step"] for r in store.read_metrics(job_dir / "metrics.jsonl")] == [1]
+    again = runner.execute(
+        cfg, job_dir, overrides=overrides, choices={"task": "catch"}, job=standin.JOB
+    )
+    assert again["status"] == "completed" and again["steps"] == 4  # the fault fires once
 
 
 def test_limit_threads_sets_tensorflow_env(monkeypatch):
@@ -179,9 +192,9 @@ def test_limit_threads_sets_tensorflow_env(monkeypatch):
     monkeypatch.delitem(sys.modules, "tensorflow", raising=False)  # as in a fresh job process
     env: dict[str, str] = {}
     monkeypatch.setattr(os, "environ", env)  # the job's own environment, restored after
-    runner.limit_threads(None)
+    process.limit_threads(None)
     assert env == {}
-    runner.limit_threads(3)
+    process.limit_threads(3)
     assert env == {
         "TF_NUM_INTRAOP_THREADS": "3",
         "TF_NUM_INTEROP_THREADS": "3",
@@ -190,7 +203,8 @@ def test_limit_threads_sets_tensorflow_env(monkeypatch):
 
 
 def test_progress_bar_on_a_terminal_does_not_break_the_job(tmp_path, monkeypatch):
+    from cli._progress import RichProgress
+
     monkeypatch.setattr("sys.stderr.isatty", lambda: True, raising=False)
-    cfg = dataclasses.replace(_cfg(training_steps=3), runtime=RuntimeConfig(progress=True))
-    summary, _ = _run(tmp_path, cfg)
+    summary, _ = _run(tmp_path, _cfg(training_steps=3), progress=RichProgress("job", 3))
     assert summary["status"] == "completed" and summary["steps"] == 3

@@ -13,9 +13,13 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from experiments import runner, store
+from experiments import store
 
 JOBS = [f"variant={v}__seed={s}" for v in ("none", "scale_gradient") for s in (0, 1)]
+
+
+def _invoke(args):
+    return CliRunner().invoke(app, [str(a) for a in args], obj=standin.JOB)
 
 
 def _summary(job_dir):
@@ -27,7 +31,6 @@ def swept(tmp_path_factory):
     """One joblib sweep of 2 variants x 2 seeds, shared by the tests below."""
     root = tmp_path_factory.mktemp("sweep")
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(runner.BACKEND_ENV, str(standin.PATH))
         mp.delenv("WANDB_MODE", raising=False)
         conf = standin.make_conf(root)
         res = root / "res"
@@ -40,7 +43,7 @@ def swept(tmp_path_factory):
             "--config-dir",
             str(conf),
         ]
-        result = CliRunner().invoke(app, [*args, "--jobs", "2"])
+        result = _invoke([*args, "--jobs", "2"])
         yield {"result": result, "args": args, "res": res, "mp": mp}
 
 
@@ -74,20 +77,20 @@ def test_joblib_sweep_writes_every_job_folder(swept):
 def test_second_invocation_runs_nothing_and_deleted_summary_reruns(swept):
     ablation = swept["res"] / "hidden_scale"
     before = {n: (ablation / n / "metrics.jsonl").stat().st_mtime_ns for n in JOBS}
-    again = CliRunner().invoke(app, swept["args"])
+    again = _invoke(swept["args"])
     assert again.exit_code == 0, again.output
     assert "4 jobs: 0 completed, 0 diverged, 0 timeout, 0 failed, 4 skipped" in again.output
     assert {n: (ablation / n / "metrics.jsonl").stat().st_mtime_ns for n in JOBS} == before
 
-    dry = CliRunner().invoke(app, [*swept["args"], "--dry-run"])
+    dry = _invoke([*swept["args"], "--dry-run"])
     assert "0 to run, 4 to skip" in dry.output
 
     (ablation / JOBS[1] / "summary.json").unlink()
-    dry = CliRunner().invoke(app, [*swept["args"], "--dry-run"])
+    dry = _invoke([*swept["args"], "--dry-run"])
     assert (
         "1 to run, 3 to skip" in dry.output and f"run   {ablation / JOBS[1]}  (new)" in dry.output
     )
-    rerun = CliRunner().invoke(app, swept["args"])
+    rerun = _invoke(swept["args"])
     assert rerun.exit_code == 0, rerun.output
     assert "4 jobs: 1 completed, 0 diverged, 0 timeout, 0 failed, 3 skipped" in rerun.output
     assert _summary(ablation / JOBS[1])["status"] == "completed"
@@ -95,12 +98,11 @@ def test_second_invocation_runs_nothing_and_deleted_summary_reruns(swept):
     # the unfinished attempt's W&B run is discarded: wandb sync uploads each job once
     assert len(list((ablation / JOBS[1]).glob("wandb/offline-run-*"))) == 1
 
-    forced = CliRunner().invoke(app, [*swept["args"], "--force", "logger=none"])
+    forced = _invoke([*swept["args"], "--force", "logger=none"])
     assert "4 jobs: 4 completed" in forced.output
 
 
 def test_failures_are_isolated_and_rerun(tmp_path, monkeypatch):
-    monkeypatch.setenv(runner.BACKEND_ENV, str(standin.PATH))
     conf = standin.make_conf(tmp_path)
     res = tmp_path / "res"
     args = [
@@ -115,7 +117,7 @@ def test_failures_are_isolated_and_rerun(tmp_path, monkeypatch):
         "--config-dir",
         str(conf),
     ]
-    result = CliRunner().invoke(app, args)
+    result = _invoke(args)
     assert result.exit_code == 1, result.output  # a job failed: non-zero, after all jobs ran
     assert "4 jobs: 1 completed, 2 diverged, 0 timeout, 1 failed, 0 skipped" in result.output
     ablation = res / "hidden_scale"
@@ -130,7 +132,7 @@ def test_failures_are_isolated_and_rerun(tmp_path, monkeypatch):
     store.write_json_atomic(killed / "summary.json", {**_summary(killed), "status": "running"})
     with open(killed / "metrics.jsonl", "a") as f:
         f.write('{"step": 6, "loss/to')
-    again = CliRunner().invoke(app, args)
+    again = _invoke(args)
     assert again.exit_code == 1
     assert "4 jobs: 1 completed, 0 diverged, 0 timeout, 1 failed, 2 skipped" in again.output
     assert [r["step"] for r in store.read_metrics(killed / "metrics.jsonl")] == [1, 2, 3, 4, 5]

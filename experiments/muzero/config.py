@@ -1,21 +1,21 @@
 """Typed, frozen configuration of the MuZero job, validated on construction.
 
-The Hydra YAML ``conf/muzero/default.yaml`` mirrors :class:`MuZeroConfig` field for field (the
-network settings nested under ``network:``). :meth:`MuZeroConfig.from_dict` turns such a mapping
-(e.g. ``OmegaConf.to_container(cfg.muzero)``) into the dataclasses, lists into tuples.
+:class:`MuZeroConfig` is the schema of the ``muzero`` section of ``conf/`` (registered in Hydra's
+ConfigStore as ``muzero/schema``; ``conf/muzero/default.yaml`` sets its values, the network
+settings nested under ``network:``): Hydra checks keys and types, ``__post_init__`` ranges and
+names. Importable without TensorFlow.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from typing import Any
 
-from experiments.errors import ConfigError, build_checked, unknown_choice
+from experiments.errors import ConfigError, unknown_choice
+from experiments.muzero.options import LOSS_SCALES, NORMALISATIONS
+from experiments.muzero.options import Q_FORMS as _Q_FORMS
 
 __all__ = [
-    "LOSS_SCALES",
-    "NORMALISATIONS",
     "OPTIMIZERS",
     "Q_FORMS",
     "SUPPORTS",
@@ -23,18 +23,11 @@ __all__ = [
     "NetworkConfig",
 ]
 
-NORMALISATIONS = ("minmax", "none", "tanh", "layernorm")
-"""Hidden-state normalisations: per-sample min-max to [0, 1] (the paper), none, tanh, LayerNorm."""
 SUPPORTS = ("categorical", "scalar")
 """Value/reward heads: categorical over h(x) with two-hot targets, or a scalar with MSE."""
-LOSS_SCALES = ("pseudocode", "none", "remaining")
-"""Weight of unroll steps k >= 1: 1/K, 1, or 1/min(K, steps left in the episode)."""
 OPTIMIZERS = ("adam", "sgd")
-Q_FORMS = ("pseudocode", "normalized")
-"""The search's value score of a child (see :mod:`experiments.muzero.search`): ``pseudocode``,
-``reward + discount * normalize(value)`` with MinMaxStats fed ``node.value()`` (the published
-pseudocode); ``normalized``, ``normalize(reward + discount * value)`` with MinMaxStats fed
-``reward + discount * value()`` (muzero-general, EfficientZero)."""
+Q_FORMS = tuple(_Q_FORMS)
+"""The names of the search's value score forms (:data:`experiments.muzero.options.Q_FORMS`)."""
 
 
 def _positive_int(owner: str, name: str, value: Any, minimum: int = 1) -> None:
@@ -53,6 +46,29 @@ def _float_in(owner: str, name: str, value: Any, lo: float, hi: float, *, lo_ope
         )
 
 
+def _pairs(schedule: Any) -> tuple[tuple[int, float], ...]:
+    """``[[0, 1.0], [400, 0.5]]`` -> ``((0, 1.0), (400, 0.5))``; ``()`` if not of that shape."""
+    try:
+        pairs = tuple((step, temperature) for step, temperature in schedule)
+    except (TypeError, ValueError):
+        return ()
+    ok = all(
+        isinstance(s, int)
+        and not isinstance(s, bool)
+        and isinstance(t, int | float)
+        and not isinstance(t, bool)
+        for s, t in pairs
+    )
+    return tuple((s, float(t)) for s, t in pairs) if ok else ()
+
+
+def _listed(value: Any) -> Any:
+    """Tuples (and OmegaConf lists) as plain lists, for messages."""
+    if isinstance(value, str) or not hasattr(value, "__iter__"):
+        return value
+    return [_listed(v) for v in value]
+
+
 def _choice(kind: str, value: Any, choices: tuple[str, ...]) -> None:
     if value not in choices:
         raise unknown_choice(kind, value, choices)
@@ -66,7 +82,8 @@ class NetworkConfig:
       hidden_size: H, the size of the hidden state.
       width: units of each hidden Dense layer.
       depth: hidden Dense layers per network trunk (0 = linear).
-      normalisation: one of :data:`NORMALISATIONS`, applied to every hidden state.
+      normalisation: a name in :data:`~experiments.muzero.options.NORMALISATIONS`, applied to
+        every hidden state.
       support: one of :data:`SUPPORTS`.
       value_support_size: S; the categorical value head has 2S+1 bins over h(value) in [-S, S].
       reward_support_size: likewise for the reward head.
@@ -84,7 +101,7 @@ class NetworkConfig:
         _positive_int("network", "hidden_size", self.hidden_size)
         _positive_int("network", "width", self.width)
         _positive_int("network", "depth", self.depth, minimum=0)
-        _choice("normalisation", self.normalisation, NORMALISATIONS)
+        NORMALISATIONS.lookup(self.normalisation)
         _choice("support", self.support, SUPPORTS)
         _positive_int("network", "value_support_size", self.value_support_size)
         _positive_int("network", "reward_support_size", self.reward_support_size)
@@ -108,8 +125,8 @@ class MuZeroConfig:
       pb_c_base: c2 of pUCT.
       pb_c_init: c1 of pUCT.
       q_form: one of :data:`Q_FORMS`, the search's value score.
-      temperature_schedule: ``((from_step, temperature), ...)``, visit-count softmax temperature
-        from each training step on.
+      temperature_schedule: ``[[from_step, temperature], ...]``, the visit-count softmax
+        temperature from each training step on (held as a tuple of ``(int, float)`` pairs).
       unroll_steps: K.
       td_steps: n of the n-step value target.
       batch_size: positions per update.
@@ -123,7 +140,7 @@ class MuZeroConfig:
       momentum: SGD momentum (unused by Adam).
       weight_decay: L2 coefficient c in ``c * sum(w**2) / 2`` over all weights.
       value_loss_weight: factor of the value loss (the paper uses 0.25 with Reanalyse).
-      loss_scale: one of :data:`LOSS_SCALES`.
+      loss_scale: a name in :data:`~experiments.muzero.options.LOSS_SCALES`.
       eval_every: updates between evaluations (also at the last update).
       eval_episodes: evaluation episodes (run as one batch).
       jit_compile: compile the train step with XLA.
@@ -141,7 +158,9 @@ class MuZeroConfig:
     pb_c_base: float = 19652.0
     pb_c_init: float = 1.25
     q_form: str = "normalized"
-    temperature_schedule: tuple[tuple[int, float], ...] = ((0, 1.0), (400, 0.5), (800, 0.25))
+    temperature_schedule: list[Any] = dataclasses.field(
+        default_factory=lambda: [[0, 1.0], [400, 0.5], [800, 0.25]]
+    )
     unroll_steps: int = 5
     td_steps: int = 10
     batch_size: int = 256
@@ -179,40 +198,25 @@ class MuZeroConfig:
         _float_in("muzero", "weight_decay", self.weight_decay, 0.0, 1e3, lo_open=False)
         _float_in("muzero", "value_loss_weight", self.value_loss_weight, 0.0, 1e3, lo_open=True)
         _choice("optimizer", self.optimizer, OPTIMIZERS)
-        _choice("loss_scale", self.loss_scale, LOSS_SCALES)
-        _choice("q_form", self.q_form, Q_FORMS)
+        LOSS_SCALES.lookup(self.loss_scale)
+        _Q_FORMS.lookup(self.q_form)
         if self.replay_capacity < self.batch_size:
             raise ConfigError(
                 f"muzero.replay_capacity={self.replay_capacity} is smaller than "
                 f"muzero.batch_size={self.batch_size}; expected capacity >= batch size"
             )
-        schedule = self.temperature_schedule
-        if not schedule or any(len(item) != 2 for item in schedule):
+        given = self.temperature_schedule
+        schedule = _pairs(given)
+        if not schedule:
             raise ConfigError(
-                f"muzero.temperature_schedule={schedule!r} is invalid; expected a non-empty list "
-                "of [from_step, temperature] pairs"
+                f"muzero.temperature_schedule={_listed(given)!r} is invalid; expected a non-empty "
+                "list of [from_step, temperature] pairs"
             )
-        steps = [int(s) for s, _ in schedule]
+        object.__setattr__(self, "temperature_schedule", schedule)
+        steps = [s for s, _ in schedule]
         increasing = all(a < b for a, b in zip(steps, steps[1:], strict=False))
         if not increasing or steps[0] != 0 or any(t < 0 for _, t in schedule):
             raise ConfigError(
                 f"muzero.temperature_schedule={schedule!r} is invalid; expected steps strictly "
                 "increasing from 0 and temperatures >= 0"
             )
-
-    @classmethod
-    def from_dict(cls, values: Mapping[str, Any]) -> MuZeroConfig:
-        """Builds the config from a plain mapping (the Hydra ``muzero`` node as a container).
-
-        Raises:
-          ConfigError: an unknown key, or any invalid value.
-        """
-        values = dict(values)
-        network = values.pop("network", {})
-        if not isinstance(network, NetworkConfig):
-            network = build_checked(NetworkConfig, "muzero.network", network)
-        if "temperature_schedule" in values:
-            values["temperature_schedule"] = tuple(
-                (int(s), float(t)) for s, t in values["temperature_schedule"]
-            )
-        return build_checked(cls, "muzero", {**values, "network": network})

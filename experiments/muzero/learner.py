@@ -31,23 +31,10 @@ import tensorflow as tf
 from experiments.gradients import Placement, Variant
 from experiments.muzero.config import MuZeroConfig
 from experiments.muzero.networks import Networks
+from experiments.muzero.options import step_weights
 from experiments.muzero.replay import Batch
 
 __all__ = ["Learner", "make_optimizer", "step_weights"]
-
-
-def step_weights(steps_left: np.ndarray, *, unroll_steps: int, loss_scale: str) -> np.ndarray:
-    """Loss weight of each unroll step: ``[B]`` steps left -> ``[B, K+1]`` (column 0 is 1)."""
-    K = unroll_steps
-    weights = np.ones((len(steps_left), K + 1), np.float32)
-    if loss_scale == "pseudocode":
-        weights[:, 1:] = 1.0 / K
-    elif loss_scale == "remaining":
-        remaining = np.clip(np.minimum(K, steps_left), 1, None).astype(np.float32)
-        weights[:, 1:] = (1.0 / remaining)[:, None]
-    elif loss_scale != "none":
-        raise ValueError(f"unknown loss_scale {loss_scale!r}")
-    return weights
 
 
 def make_optimizer(config: MuZeroConfig, variant: Variant) -> keras.optimizers.Optimizer:

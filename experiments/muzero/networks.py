@@ -19,8 +19,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from experiments.errors import unknown_choice
-from experiments.muzero.config import NORMALISATIONS, NetworkConfig
+from experiments.muzero.config import NetworkConfig
+from experiments.muzero.options import NORMALISATIONS
 from experiments.muzero.support import Support
 
 __all__ = ["MinMaxNormalisation", "Networks", "normalisation_layer"]
@@ -40,16 +40,8 @@ class MinMaxNormalisation(keras.layers.Layer):
 
 
 def normalisation_layer(kind: str) -> keras.layers.Layer:
-    """The layer for one of :data:`~experiments.muzero.config.NORMALISATIONS`."""
-    if kind == "minmax":
-        return MinMaxNormalisation()
-    if kind == "none":
-        return keras.layers.Identity()
-    if kind == "tanh":
-        return keras.layers.Activation("tanh")
-    if kind == "layernorm":
-        return keras.layers.LayerNormalization(epsilon=1e-5)
-    raise unknown_choice("normalisation", kind, NORMALISATIONS)
+    """The layer for one of :data:`~experiments.muzero.options.NORMALISATIONS`."""
+    return NORMALISATIONS.lookup(kind).build()
 
 
 class Networks:

@@ -1,0 +1,55 @@
+"""What a gradlab job runs: its training generator and the schema of its settings.
+
+The command line, planning and launching take a :class:`Job` as a parameter (default
+:data:`MUZERO`), so tests can run the whole machinery around a tiny stand-in job: they pass
+theirs in; nothing is looked up from the environment. A Job is picklable by reference (module-level
+functions and classes), so it travels to launcher workers and to each job's own process.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from experiments.muzero.config import MuZeroConfig
+
+__all__ = ["MUZERO", "Job", "TrainFn"]
+
+TrainFn = Callable[..., Iterator[Mapping[str, float]]]
+"""``train(config, task, variant, placement, *, seed) -> Iterator[row]``: one metrics row per
+training step; the caller may stop iterating at any time (budget, divergence)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """A job's training function and settings schema.
+
+    Attributes:
+      name: for messages.
+      train: the training generator (see :data:`TrainFn`).
+      muzero_schema: the dataclass of the ``muzero`` config section (registered in Hydra's
+        ConfigStore as ``muzero/schema``).
+      preload: modules each job process finds imported already (its process server imports them
+        once, so a job does not pay for importing TensorFlow).
+    """
+
+    name: str
+    train: TrainFn
+    muzero_schema: type
+    preload: tuple[str, ...] = ()
+
+
+def _train_muzero(*args: Any, **kwargs: Any) -> Iterator[Mapping[str, float]]:
+    from experiments.muzero.train import train
+
+    return train(*args, **kwargs)
+
+
+MUZERO = Job(
+    name="muzero",
+    train=_train_muzero,
+    muzero_schema=MuZeroConfig,
+    preload=("experiments._preload_tensorflow", "experiments.muzero.train", "wandb"),
+)
+"""The MuZero job (``experiments.muzero.train.train``)."""

@@ -1,0 +1,45 @@
+"""Shared fixtures: the stand-in job and its config folder, and Hydra's compose API."""
+
+from __future__ import annotations
+
+import types
+from pathlib import Path
+
+import _standin_job as standin
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from typer.testing import CliRunner
+
+from cli.main import app
+from experiments.config import register_schema
+
+
+def compose_config(conf: str | Path, overrides: list[str], *, schema: type) -> object:
+    """``conf/config.yaml`` composed by Hydra's compose API on gradlab's schema (with ``hydra``)."""
+    register_schema(schema)
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
+            return compose("config", overrides=list(overrides), return_hydra_config=True)
+    finally:
+        GlobalHydra.instance().clear()
+
+
+@pytest.fixture
+def standin_env(tmp_path):
+    """A stand-in config folder; results under ``tmp_path / "res"``; ``invoke`` runs the CLI
+    with the stand-in job (passed as the Click context's object, as a caller would)."""
+    conf = standin.make_conf(tmp_path)
+    res = tmp_path / "res"
+
+    def invoke(args, **kwargs):
+        return CliRunner().invoke(app, [str(a) for a in args], obj=standin.JOB, **kwargs)
+
+    return types.SimpleNamespace(
+        conf=str(conf),
+        res=res,
+        common=[f"runtime.results_dir={res}", "logger=none"],
+        invoke=invoke,
+        compose=lambda overrides: compose_config(conf, overrides, schema=standin.MuZeroConfig),
+    )
