@@ -17,7 +17,8 @@ from pathlib import Path
 import pandas as pd
 
 from experiments.errors import ConfigError, unknown_choice
-from experiments.metrics import STABILITY_KEYS, read_metrics, stability_summary
+from experiments.metrics import STABILITY_KEYS, stability_summary
+from experiments.store import read_metrics
 
 __all__ = ["FINISHED", "STATUSES", "Results", "group_label", "load_curves", "load_results"]
 
