@@ -23,7 +23,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 from scipy import stats
 
-from experiments.report.results import STATUSES, Results, load_curves
+from experiments.report.results import AVERAGED, Results, load_curves
+from experiments.store import STATUSES
 
 __all__ = [
     "OKABE_ITO",
@@ -245,7 +246,7 @@ def divergence_counts(results: Results) -> Figure:
             ax.barh(y, width, left=left, color=_STATUS_COLOURS[status], label=status, height=0.6)
             left += width
         for yi, group in zip(y, groups, strict=True):
-            finished = counts.loc[group, [s for s in ("completed", "diverged") if s in counts]]
+            finished = counts.loc[group, [s for s in AVERAGED if s in counts]]
             k = int(counts.loc[group].get("diverged", 0))
             ax.text(left[yi] + 0.1, yi, f"{k}/{int(finished.sum())} diverged", va="center")
         ax.set_yticks(y, groups)
