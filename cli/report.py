@@ -121,10 +121,12 @@ def plot(
         typer.Option("--out", "-o", help="Folder for the figures (default: RESULTS_DIR/figures)."),
     ] = None,
 ) -> None:
-    """Figures as PNG and PDF: learning curves, gradient norms, divergence counts.
+    """Figures as PNG and PDF: learning curves, gradient norms, performance profiles, run status.
 
     Evaluation return and total loss (mean with a 95% CI band per group), global gradient norm
-    (log scale), gradient at the hidden state per unroll depth, and run status per group.
+    (log scale), gradient at the hidden state per unroll depth, the performance profile of the
+    final return (fraction of runs above each return level, 95% bootstrap band; one panel per
+    regime or other shared setting), and run status per group.
 
     Examples:
 

@@ -72,7 +72,7 @@ def test_plot(folder, tmp_path):
     assert result.exit_code == 0, result.output
     assert (tmp_path / "figs" / "return.png").stat().st_size > 0
     assert (tmp_path / "figs" / "divergence.pdf").stat().st_size > 0
-    assert result.stdout.count("wrote ") == 6  # return, loss, divergence (no grad keys) x 2
+    assert result.stdout.count("wrote ") == 8  # return, loss, profile, divergence (no grad) x 2
 
 
 def _corrupt(root):

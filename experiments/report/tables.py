@@ -50,7 +50,7 @@ from experiments.report.stats import (
 )
 from experiments.store import STATUSES
 
-__all__ = ["ALPHA", "DEFAULT_METRICS", "METRICS", "Metric", "summarize"]
+__all__ = ["ALPHA", "DEFAULT_METRICS", "METRICS", "Metric", "compared_key", "summarize"]
 
 ALPHA = 0.05
 """Significance level of the bold rule (after the Holm adjustment)."""
@@ -133,7 +133,7 @@ def _resolve_baseline(results: Results, baseline: str | None) -> tuple[str, str]
     return key, value
 
 
-def _compared_key(keys: Sequence[str], base: tuple[str, str] | None) -> str | None:
+def compared_key(keys: Sequence[str], base: tuple[str, str] | None) -> str | None:
     """The key whose values are compared within a stratum: the baseline's, else ``variant``, else
     the only key; None: the whole table is one stratum."""
     if base is not None:
@@ -259,7 +259,7 @@ def summarize(
         )
     base = _resolve_baseline(results, baseline)
     keys = list(results.group_keys)
-    compared = _compared_key(keys, base)
+    compared = compared_key(keys, base)
     strata_keys = [k for k in keys if k != compared] if compared is not None else []
     groups = list(runs.groupby("group", sort=False))
     averaged = {label: m[m["status"].isin(AVERAGED)] for label, m in groups}
