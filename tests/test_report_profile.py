@@ -126,3 +126,14 @@ def test_plot_all_writes_the_profile(folder, tmp_path):
     png, pdf = written["profile"]
     assert png.read_bytes()[:4] == b"\x89PNG" and pdf.read_bytes()[:4] == b"%PDF"
     assert png.stat().st_size > 5000 and pdf.stat().st_size > 1000
+
+
+def test_panel_without_final_returns_says_so(tmp_path):
+    for regime, seed in itertools.product(["paper", "stress"], range(2)):
+        ret = None if regime == "stress" else seed + 0.5
+        _job(tmp_path, f"{regime}-{seed}", status="diverged" if ret is None else "completed",
+             regime=regime, variant="none", seed=seed, final_return=ret)  # fmt: skip
+    fig = performance_profiles(load_results(tmp_path), n_resamples=99)
+    paper, stress = fig.axes
+    assert len(paper.get_lines()) == 1 and not stress.get_lines()
+    assert [t.get_text() for t in stress.texts] == ["no run has a final return"]

@@ -259,3 +259,14 @@ def test_markup_helpers():
     assert table.splitlines() == expected
     with pytest.raises(ValueError):
         markdown_table(["a"], [["1", "2"]])
+
+
+def test_rate_without_values_is_a_dash(tmp_path):
+    """Summaries written before ``unstable`` existed, with no metrics file to recompute it from."""
+    for variant, seed in itertools.product(["none", "sg"], range(2)):
+        _job(tmp_path, f"{variant}-{seed}", group={"variant": variant}, seed=seed,
+             stability={"final_return": 0.5})  # fmt: skip
+    table = summarize(load_results(tmp_path), metrics=["unstable"])
+    lines = render(table, fmt="md").splitlines()
+    assert _cells(lines[3]) == ["sg", "—", "—"] and _cells(lines[2]) == ["none", "—", "base"]
+    assert "(m=0)" in lines[-1]

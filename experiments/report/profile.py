@@ -114,6 +114,23 @@ def tau_grid(scores: np.ndarray, *, points: int = _GRID) -> np.ndarray:
     return np.unique(np.concatenate([np.linspace(low - pad, high + pad, points), finite]))
 
 
+def _draw_panel(ax, panel, label_key: str, values: list, *, n_resamples: int, seed: int) -> None:
+    """One step line and band per value of ``label_key`` among the ``panel``'s runs; the colour
+    is the value's place in ``values`` (the same in every panel)."""
+    taus = tau_grid(panel["final_return"].to_numpy(dtype=float))
+    if not len(taus):
+        ax.text(0.5, 0.5, "no run has a final return", ha="center", transform=ax.transAxes)
+        return
+    for value, members in panel.groupby(label_key, sort=False):
+        scores = members["final_return"].to_numpy(dtype=float)
+        style = line_style(values.index(value))
+        ax.plot(taus, performance_profile(scores, taus), drawstyle="steps-post",
+                label=f"{value} (n={len(scores)})", **style)  # fmt: skip
+        low, high = profile_band(scores, taus, n_resamples=n_resamples, seed=seed)
+        ax.fill_between(taus, low, high, step="post", alpha=0.15, color=style["color"],
+                        linewidth=0)  # fmt: skip
+
+
 def performance_profiles(results: Results, *, n_resamples: int = 2000, seed: int = 0) -> Figure:
     """One panel per set of groups that share every key but the compared one (e.g. per regime);
     in each, one step line per group with its 95% bootstrap band.
@@ -139,21 +156,14 @@ def performance_profiles(results: Results, *, n_resamples: int = 2000, seed: int
         fig = Figure(figsize=(SIZE[0] * ncols, SIZE[1] * nrows), layout="constrained")
         axes = fig.subplots(nrows, ncols, sharey=True, squeeze=False).ravel()
         for ax, (title, panel) in zip(axes, panels, strict=False):
-            taus = tau_grid(panel["final_return"].to_numpy(dtype=float))
             label_key = compared if compared is not None else "group"
-            for value, members in panel.groupby(label_key, sort=False):
-                scores = members["final_return"].to_numpy(dtype=float)
-                style = line_style(values.index(value))
-                ax.plot(taus, performance_profile(scores, taus), drawstyle="steps-post",
-                        label=f"{value} (n={len(scores)})", **style)  # fmt: skip
-                low, high = profile_band(scores, taus, n_resamples=n_resamples, seed=seed)
-                ax.fill_between(taus, low, high, step="post", alpha=0.15, color=style["color"],
-                                linewidth=0)  # fmt: skip
+            _draw_panel(ax, panel, label_key, values, n_resamples=n_resamples, seed=seed)
             title = title if isinstance(title, tuple) else (title,)
             ax.set_title(", ".join(f"{k}={v}" for k, v in zip(others, title, strict=True)))
             ax.set_xlabel(r"final return $\tau$ (mean over the final window)")
             ax.set_ylim(-0.02, 1.02)
-            ax.legend(title=compared, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2)
+            if ax.get_lines():
+                ax.legend(title=compared, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2)
         for ax in axes[len(panels) :]:
             ax.set_visible(False)
         for ax in axes[::ncols]:

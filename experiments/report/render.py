@@ -101,32 +101,43 @@ def _metric_cell(row: pd.Series, name: str) -> _Cell:
     return _Cell((format_number(row[name]), ci, *fewer), bold)
 
 
+def _versus(row: pd.Series, name: str) -> tuple[str, str]:
+    """``(label, text)`` of the comparison with the baseline shown with a metric: the adjusted
+    Fisher p of a rate, P(better) of another metric; ``base`` on the baseline's row."""
+    if METRICS[name].rate:
+        label, text = "p", format_p(row[f"{name}_p_adjusted"])
+    else:
+        p = row[f"{name}_p_better"]
+        label, text = "P(better)", f"{p:.2f}" if math.isfinite(p) else _DASH
+    return label, "base" if row["is_baseline"] else text
+
+
 def _columns(
     table: pd.DataFrame, *, p_better: bool, stacked: bool
 ) -> tuple[list[tuple[str, str]], list[list[_Cell]]]:
     """Headers ``(top, bottom)`` and rows of :class:`_Cell`.
 
-    ``stacked`` (LaTeX): a test against the baseline goes below the interval in its metric's cell
-    rather than into a column of its own, which keeps the table within the text width.
+    ``stacked`` (LaTeX): a comparison with the baseline goes below the interval in its metric's
+    cell rather than into a column of its own, which keeps the table within the text width.
     """
     attrs = table.attrs
     keys = attrs["shown_keys"] or ["group"]
-    show_p = attrs["baseline"] is not None
     show_n = table["seeds"].nunique() > 1  # else the caption says n
     notes = bool(table["not_averaged"].any())
+    versus = [
+        name
+        for name in attrs["metrics"]
+        if attrs["baseline"] is not None
+        and (METRICS[name].rate or (p_better and METRICS[name].higher_is_better is not None))
+    ]
     headers = [("", k) for k in keys] + ([("", "n")] if show_n else [])
-    versus = {}  # metric -> (column header, row -> text)
     for name in attrs["metrics"]:
         metric = METRICS[name]
         top, bottom = metric.header
         bottom = (bottom or ("k/n" if metric.rate else "")) + _ARROW[metric.higher_is_better]
         headers.append((top, bottom.strip()))
-        if show_p and metric.rate:
-            versus[name] = ("p", lambda r, m=name: format_p(r[f"{m}_p_adjusted"]))
-        elif show_p and p_better and metric.higher_is_better is not None:
-            versus[name] = ("P(better)", lambda r, m=name: _p_better(r[f"{m}_p_better"]))
         if name in versus and not stacked:
-            headers.append((top, versus[name][0]))
+            headers.append((top, "p" if metric.rate else "P(better)"))
     if notes:
         headers.append(("not", "avg." if stacked else "averaged"))
     body = []
@@ -135,25 +146,22 @@ def _columns(
         line += [_Cell((str(row["seeds"]),))] if show_n else []
         for name in attrs["metrics"]:
             cell = _metric_cell(row, name)
-            if name in versus:
-                label, text = versus[name]
-                text = "base" if row["is_baseline"] else text(row)
-                if stacked:
-                    more = () if text == _DASH else (text if text == "base" else f"{label}={text}",)
-                    cell = dataclasses.replace(cell, lines=(*cell.lines, *more))
-                else:
-                    line.append(cell)
-                    cell = _Cell((text,))
-            line.append(cell)
+            if name not in versus:
+                line.append(cell)
+                continue
+            label, text = _versus(row, name)
+            if not stacked:
+                line += [cell, _Cell((text,))]
+            elif text != _DASH:
+                below = text if text == "base" else f"{label}={text}"
+                line.append(dataclasses.replace(cell, lines=(*cell.lines, below)))
+            else:
+                line.append(cell)
         if notes:
             note, count = row["not_averaged_note"], str(row["not_averaged"])
             line.append(_Cell((note or _DASH,), tex=(count if note else _DASH,)))
         body.append(line)
     return headers, body
-
-
-def _p_better(p: float) -> str:
-    return f"{p:.2f}" if math.isfinite(p) else _DASH
 
 
 def table_caption(table: pd.DataFrame, *, stacked: bool = False, p_better: bool = False) -> str:
@@ -185,7 +193,12 @@ def table_caption(table: pd.DataFrame, *, stacked: bool = False, p_better: bool 
     if rates:
         text = f"Rates: k of n runs, exact Clopper–Pearson {level} CI {where}"
         if a["baseline"] is not None:
-            m = ", ".join(f"m={a['compared'][r]}" for r in rates)
+            counts = {a["compared"][r] for r in rates}
+            m = (
+                f"m={counts.pop()}"
+                if len(counts) == 1
+                else ", ".join(f"{METRICS[r].label} m={a['compared'][r]}" for r in rates)
+            )
             text += (
                 f"; p{' (below)' if stacked else ''}: two-sided Fisher's exact test against "
                 f"{a['baseline']}{same}, "
