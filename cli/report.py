@@ -43,8 +43,9 @@ def table(
         typer.Option(
             "--metrics",
             "-m",
-            help="Stability figures to show, repeated or comma-separated "
-            "(default: final_return, return_auc, final_loss, grad_norm_p99).",
+            help="Stability figures to show, repeated or comma-separated (default: unstable, "
+            "final_return, steps_to_threshold, grad_norm_p99, hidden_norm_growth; rates: "
+            "unstable, diverged, collapsed, reached_threshold).",
         ),
     ] = None,
     stat: Annotated[
@@ -55,19 +56,28 @@ def table(
         typer.Option(
             "--baseline",
             "-b",
-            help="Group compared against for P(better): a variant name or KEY=VALUE "
-            "(default: variant none, when present).",
+            help="Group each row is tested against (Fisher for rates, P(better)): a variant "
+            "name or KEY=VALUE (default: variant none, when present).",
         ),
     ] = None,
+    p_better: Annotated[
+        bool,
+        typer.Option(
+            "--p-better",
+            help="Also show P(better than the baseline) beside each metric (md, latex).",
+        ),
+    ] = False,
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Write here instead of stdout.")
     ] = None,
 ) -> None:
-    """Statistics over seeds per group: 95% bootstrap CI, seeds, diverged k/n, P(better).
+    """Stability per group: unstable k/n (exact 95% CI, Fisher's test against the baseline,
+    Holm-adjusted), final return, steps to threshold, gradient norm p99, hidden-norm growth
+    (statistic over seeds, 95% bootstrap CI).
 
-    Only completed and diverged runs enter the statistics; the others are listed as such.
-
-    The same folder always gives the same table (the bootstrap is seeded).
+    Only completed and diverged runs enter the statistics; the others are counted, never averaged.
+    Bold: the best value and the rows not significantly worse (caption). Keys every run shares
+    go into the caption. The same folder always gives the same table (the bootstrap is seeded).
 
     Examples:
 
@@ -77,8 +87,9 @@ def table(
 
       gradlab table results/hidden_scale -m final_return,spike_count -f csv
     """
+    from experiments.report.render import render
     from experiments.report.results import load_results
-    from experiments.report.tables import DEFAULT_METRICS, render, summarize
+    from experiments.report.tables import DEFAULT_METRICS, summarize
 
     if fmt is None:
         fmt = _SUFFIX_FORMAT.get(out.suffix.lower(), "md") if out is not None else "md"
@@ -88,7 +99,7 @@ def table(
     summary = summarize(
         results, metrics=_split(metrics) or DEFAULT_METRICS, stat=stat, baseline=baseline
     )
-    text = render(summary, fmt=fmt)
+    text = render(summary, fmt=fmt, p_better=p_better)
     if out is None:
         typer.echo(text.rstrip("\n"))
         return
@@ -110,10 +121,12 @@ def plot(
         typer.Option("--out", "-o", help="Folder for the figures (default: RESULTS_DIR/figures)."),
     ] = None,
 ) -> None:
-    """Figures as PNG and PDF: learning curves, gradient norms, divergence counts.
+    """Figures as PNG and PDF: learning curves, gradient norms, performance profiles, run status.
 
     Evaluation return and total loss (mean with a 95% CI band per group), global gradient norm
-    (log scale), gradient at the hidden state per unroll depth, and run status per group.
+    (log scale), gradient at the hidden state per unroll depth, the performance profile of the
+    final return (fraction of runs above each return level, 95% bootstrap band; one panel per
+    regime or other shared setting), and run status per group.
 
     Examples:
 
@@ -125,9 +138,9 @@ def plot(
     from experiments.report.results import load_results
 
     results = load_results(results_dir)
-    if results.finished.empty:
+    if results.averaged.empty:
         typer.echo(
-            f"note: no finished (completed or diverged) run in '{results_dir}'; "
+            f"note: no completed or diverged run in '{results_dir}'; "
             "only the run-status figure is drawn",
             err=True,
         )

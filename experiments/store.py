@@ -55,7 +55,9 @@ STATUSES = ("completed", "diverged", "failed", "timeout", "running")
 """Every ``status`` a ``summary.json`` can hold."""
 
 FINISHED = ("completed", "diverged", "timeout")
-"""Statuses of a job that is done: a re-run skips it (``failed`` and ``running`` are re-run)."""
+"""Statuses of a job that is done: a re-run skips it (``failed`` and ``running`` are re-run).
+The report averages fewer (:data:`experiments.report.results.AVERAGED`: a timed-out run is done
+but stopped short of its planned steps)."""
 
 BOOKKEEPING_KEYS = ("ablation", "logger", "runtime")
 """Override keys (and key prefixes before a dot) that never change a job's numbers and so are left

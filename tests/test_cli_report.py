@@ -39,9 +39,22 @@ def test_table_markdown(folder):
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[0].startswith("| variant") and "final return" in lines[0]
-    assert lines[2].startswith("| none ") and "0.3 [" in lines[2]  # mean of 0.2, 0.4
-    assert "**0.7 [" in lines[3] and "1.00" in lines[3]  # best; P(better) = 4/4
+    assert lines[2].startswith("| none ") and "0.300 [" in lines[2]  # mean of 0.2, 0.4
+    assert "0.700 [" in lines[3] and "**" not in lines[3]  # 2 seeds vs 2: p = 1/3, no bold
     assert "1 running" in lines[3]
+    result = runner.invoke(app, ["table", str(folder), "-m", "final_return", "--p-better"])
+    assert "P(better)" in result.stdout.splitlines()[0]
+    assert result.stdout.splitlines()[3].split("|")[3].strip() == "1.00"  # 4 pairs of 4
+
+
+def test_table_default_columns(folder):
+    result = runner.invoke(app, ["table", str(folder)])
+    assert result.exit_code == 0, result.output
+    header = [c.strip() for c in result.stdout.splitlines()[0].strip("|").split("|")]
+    assert header == ["variant", "unstable ↓", "p", "final return ↑", "steps to threshold ↓",
+                      "grad norm p99 ↓", "hidden norm K/0", "not averaged"]  # fmt: skip
+    assert "0/2 [0.00, 0.84]" in result.stdout  # recomputed from metrics.jsonl: no collapse
+    assert "Fisher's exact test" in result.stdout and "Holm" in result.stdout
 
 
 def test_table_latex_to_file_and_json(folder, tmp_path):
@@ -59,7 +72,7 @@ def test_plot(folder, tmp_path):
     assert result.exit_code == 0, result.output
     assert (tmp_path / "figs" / "return.png").stat().st_size > 0
     assert (tmp_path / "figs" / "divergence.pdf").stat().st_size > 0
-    assert result.stdout.count("wrote ") == 6  # return, loss, divergence (no grad keys) x 2
+    assert result.stdout.count("wrote ") == 8  # return, loss, profile, divergence (no grad) x 2
 
 
 def _corrupt(root):
@@ -79,7 +92,7 @@ def _mixed(root):
         (lambda root: root.mkdir(), [], "no runs in"),
         (_corrupt, [], "corrupt summary file"),
         (_mixed, [], "mixed ablations"),
-        (lambda root: _job(root, "a", status="running"), [], "no finished"),
+        (lambda root: _job(root, "a", status="running"), [], "no completed or diverged run"),
         (lambda root: _job(root, "a"), ["--stat", "mode"], "unknown statistic 'mode'"),
         (lambda root: _job(root, "a"), ["-f", "xml"], "unknown format 'xml'"),
         (lambda root: _job(root, "a"), ["-m", "nope"], "unknown metric 'nope'"),

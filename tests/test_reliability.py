@@ -127,7 +127,7 @@ def test_sigkill_of_the_whole_sweep_then_rerun_completes_each_job_once(tmp_path)
     assert 3 <= len(partial) < STEPS
     assert [r["step"] for r in partial] == list(range(1, len(partial) + 1))
     assert not (ablation / jobs[2]).exists()
-    assert load_results(ablation).finished["job"].tolist() == [jobs[0]]  # never averaged
+    assert load_results(ablation).averaged["job"].tolist() == [jobs[0]]  # never averaged
 
     again = subprocess.run(
         _cli(*args), env=_env(), cwd=tmp_path, capture_output=True, text=True, timeout=180

@@ -134,7 +134,9 @@ def test_divergence_counts(folder):
 
 def test_plot_all_writes_png_and_pdf(folder, tmp_path):
     written = plot_all(load_results(folder), tmp_path / "figs")
-    assert set(written) == {"return", "loss", "grad_norm", "hidden_grad_depth", "divergence"}
+    assert set(written) == {
+        "return", "loss", "grad_norm", "hidden_grad_depth", "profile", "divergence"
+    }  # fmt: skip
     for png, pdf in written.values():
         assert png.read_bytes()[:4] == b"\x89PNG" and png.stat().st_size > 5000
         assert pdf.read_bytes()[:4] == b"%PDF" and pdf.stat().st_size > 1000

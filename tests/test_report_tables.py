@@ -1,23 +1,23 @@
-"""Seed statistics and tables: hand-computed cells on a synthetic results folder, statistics against
-scipy and brute force, output formats, and bad folders."""
+"""The numeric table: hand-computed cells, tests and bold flags on synthetic results folders, and
+the folder loader (statuses, recomputed stability, bad folders)."""
 
 from __future__ import annotations
 
-import io
 import itertools
 import json
 import math
+from math import comb
 
 import numpy as np
-import pandas as pd
 import pytest
 from scipy import stats
 
+from experiments import store
 from experiments.errors import ConfigError
-from experiments.report.markup import latex_escape, markdown_table
-from experiments.report.results import load_results
-from experiments.report.stats import bootstrap_ci, probability_of_improvement, statistic
-from experiments.report.tables import format_number, render, summarize
+from experiments.metrics import STABILITY_KEYS
+from experiments.report.results import AVERAGED, load_results
+from experiments.report.stats import binomial_ci, bootstrap_ci
+from experiments.report.tables import DEFAULT_METRICS, summarize
 
 
 def _job(root, name, *, status, group, seed, stability=None, ablation="hidden_scale", **extra):
@@ -32,19 +32,33 @@ def _job(root, name, *, status, group, seed, stability=None, ablation="hidden_sc
 def _sweep(root):
     """none: 3 completed; scale_gradient: 2 completed, 1 diverged, 1 running, 1 failed."""
     cells = [
-        ("none", 0, "completed", 0.2, 1.0),
-        ("none", 1, "completed", 0.4, 2.0),
-        ("none", 2, "completed", 0.6, 3.0),
-        ("scale_gradient", 0, "completed", 0.5, 0.5),
-        ("scale_gradient", 1, "completed", 0.9, 1.5),
-        ("scale_gradient", 2, "diverged", 0.1, None),
-        ("scale_gradient", 3, "running", 100.0, 100.0),  # must never be averaged
-        ("scale_gradient", 4, "failed", -50.0, -50.0),
+        ("none", 0, "completed", 0.2, 1.0, 1),
+        ("none", 1, "completed", 0.4, 2.0, 1),
+        ("none", 2, "completed", 0.6, 3.0, 0),
+        ("scale_gradient", 0, "completed", 0.5, 0.5, 0),
+        ("scale_gradient", 1, "completed", 0.9, 1.5, 0),
+        ("scale_gradient", 2, "diverged", 0.1, None, 1),
+        ("scale_gradient", 3, "running", 100.0, 100.0, 1),  # must never be averaged
+        ("scale_gradient", 4, "failed", -50.0, -50.0, 1),
     ]
-    for variant, seed, status, ret, loss in cells:
-        stability = {"final_return": ret, "final_loss": loss, "diverged": int(status == "diverged")}
+    for variant, seed, status, ret, loss, unstable in cells:
+        stability = {"final_return": ret, "final_loss": loss, "diverged": int(status == "diverged"),
+                     "unstable": unstable}  # fmt: skip
         _job(root, f"variant={variant},seed={seed}", status=status, group={"variant": variant},
-             seed=seed, stability=stability)  # fmt: skip
+             seed=seed, stability=stability, task="catch")  # fmt: skip
+    return root
+
+
+def _stress(root, regimes=("stress",)):
+    """5 seeds each: unstable none 5/5, clip 2/5, sg 0/5; final returns fully separated for sg."""
+    unstable = {"none": [1] * 5, "clip": [1, 1, 0, 0, 0], "sg": [0] * 5}
+    offset = {"none": 0.1, "clip": 0.15, "sg": 0.6}
+    for regime, variant, seed in itertools.product(regimes, unstable, range(5)):
+        ret = offset[variant] + seed / 10
+        stability = {"unstable": unstable[variant][seed], "final_return": ret}
+        group = {"regime": regime, "task": "catch", "variant": variant}
+        _job(root, f"{regime}-{variant}-{seed}", status="completed", group=group, seed=seed,
+             stability=stability, task="catch")  # fmt: skip
     return root
 
 
@@ -53,74 +67,111 @@ def sweep(tmp_path):
     return load_results(_sweep(tmp_path / "hidden_scale"))
 
 
-# --- statistics ------------------------------------------------------------------------------
+@pytest.fixture()
+def stress(tmp_path):
+    return load_results(_stress(tmp_path / "hidden_scale"))
 
 
-def test_point_estimates():
-    x = [1, 2, 3, 4, 5, 6, 7, 100, float("nan")]
-    assert statistic(x, stat="mean") == pytest.approx(16.0)
-    assert statistic(x, stat="median") == pytest.approx(4.5)
-    assert statistic(x, stat="iqm") == pytest.approx(4.5)  # mean of 3, 4, 5, 6
-    assert statistic(x, stat="iqm") == pytest.approx(stats.trim_mean(x[:-1], 0.25))
-    assert math.isnan(statistic([], stat="mean"))
-
-
-@pytest.mark.parametrize("stat, fn", [("mean", np.mean), ("median", np.median)])
-def test_bootstrap_matches_scipy(stat, fn):
-    x = np.array([0.3, 1.2, 0.7, 2.5, 0.9])
-    expected = stats.bootstrap(
-        (x,), fn, method="percentile", n_resamples=2000, rng=np.random.default_rng(7)
-    ).confidence_interval
-    got = bootstrap_ci(x, stat=stat, n_resamples=2000, seed=7)
-    assert got == pytest.approx((expected.low, expected.high))
-    assert bootstrap_ci(x, stat=stat, n_resamples=2000, seed=7) == got  # seeded: repeatable
-    assert x.min() <= got[0] < fn(x) < got[1] <= x.max()
-
-
-def test_bootstrap_degenerate_inputs():
-    assert all(math.isnan(v) for v in bootstrap_ci([0.5]))  # one seed: no interval
-    assert all(math.isnan(v) for v in bootstrap_ci([float("nan"), 0.5]))
-    assert bootstrap_ci([2.0, 2.0, 2.0]) == (2.0, 2.0)
-    with pytest.raises(ConfigError, match="statistic 'mode'"):
-        bootstrap_ci([1.0, 2.0], stat="mode")
-    with pytest.raises(ConfigError, match="confidence"):
-        bootstrap_ci([1.0, 2.0], confidence=95)
-
-
-def test_probability_of_improvement_against_pair_counting():
-    rng = np.random.default_rng(1)
-    x, y = rng.integers(0, 5, size=7).astype(float), rng.integers(0, 5, size=4).astype(float)
-    pairs = list(itertools.product(x, y))
-    greater = sum((a > b) + 0.5 * (a == b) for a, b in pairs) / len(pairs)
-    less = sum((a < b) + 0.5 * (a == b) for a, b in pairs) / len(pairs)
-    assert probability_of_improvement(x, y) == pytest.approx(greater)
-    assert probability_of_improvement(x, y, higher_is_better=False) == pytest.approx(less)
-    assert greater + less == pytest.approx(1.0)
-    assert probability_of_improvement([1.0, 2.0], [3.0]) == 0.0
-    assert math.isnan(probability_of_improvement([], [1.0]))
-
-
-# --- the table ---------------------------------------------------------------------------------
+# --- cells -------------------------------------------------------------------------------------
 
 
 def test_hand_computed_cells(sweep):
-    table = summarize(sweep, metrics=["final_return", "final_loss"], n_resamples=999).set_index(
-        "variant"
-    )
+    metrics = ["unstable", "final_return", "final_loss"]
+    table = summarize(sweep, metrics=metrics, n_resamples=999).set_index("variant")
     none, sg = table.loc["none"], table.loc["scale_gradient"]
-    assert (none["runs"], none["seeds"], none["diverged"], none["not_finished"]) == (3, 3, 0, "")
-    assert (sg["runs"], sg["seeds"], sg["diverged"]) == (5, 3, 1)
-    assert sg["not_finished"] == "1 failed, 1 running"
+    assert (none["runs"], none["seeds"], none["not_averaged"], none["not_averaged_note"]) == (
+        3, 3, 0, "")  # fmt: skip
+    assert (sg["runs"], sg["seeds"], sg["not_averaged"]) == (5, 3, 2)
+    assert sg["not_averaged_note"] == "1 failed, 1 running"
+    # unstable: none 2 of 3, sg 1 of 3 (the running and failed runs' 1s are not counted)
+    assert (none["unstable_k"], none["unstable_n"], none["unstable"]) == (
+        2,
+        3,
+        pytest.approx(2 / 3),
+    )
+    assert (sg["unstable_k"], sg["unstable_n"]) == (1, 3)
+    assert sg["unstable_ci_low"] == pytest.approx(1 - 0.975 ** (1 / 3))  # closed form, k = 1
+    assert sg["unstable_ci_high"] == pytest.approx(stats.beta.ppf(0.975, 2, 2))
+    assert none["unstable_ci_high"] == pytest.approx(0.975 ** (1 / 3))  # closed form, k = n - 1
+    # Fisher, 1/3 vs 2/3: the tables k = 0..3 have probabilities 1, 9, 9, 1 (/20): p = 1
+    assert sg["unstable_p"] == pytest.approx(1.0) and sg["unstable_p_adjusted"] == 1.0
+    assert math.isnan(none["unstable_p"]) and none["is_baseline"]
     assert none["final_return"] == pytest.approx(0.4)
     assert sg["final_return"] == pytest.approx(0.5)  # (0.5 + 0.9 + 0.1) / 3: not 100 or -50
-    assert none["final_loss"] == pytest.approx(2.0)
     assert sg["final_loss"] == pytest.approx(1.0) and sg["final_loss_n"] == 2
     assert sg["final_return_p_better"] == pytest.approx(5 / 9)  # pairs x > y: 2 + 3 + 0
     assert sg["final_loss_p_better"] == pytest.approx(5 / 6)  # pairs x < y: 3 + 2
-    assert math.isnan(none["final_return_p_better"]) and none["is_baseline"]
+    assert sg["final_return_p"] == pytest.approx(
+        stats.mannwhitneyu([0.5, 0.9, 0.1], [0.2, 0.4, 0.6]).pvalue
+    )
     low, high = bootstrap_ci([0.2, 0.4, 0.6], n_resamples=999)
     assert (none["final_return_ci_low"], none["final_return_ci_high"]) == (low, high)
     assert 0.2 <= low <= 0.4 <= high <= 0.6
+
+
+def test_default_metrics():
+    assert DEFAULT_METRICS == (
+        "unstable", "final_return", "steps_to_threshold", "grad_norm_p99", "hidden_norm_growth"
+    )  # fmt: skip
+
+
+def test_fisher_holm_and_bold_by_hand(stress):
+    table = summarize(stress, metrics=["unstable", "final_return"], n_resamples=99)
+    table = table.set_index("variant")
+    assert list(table.index) == ["none", "clip", "sg"]  # the baseline first
+    # raw Fisher p against none (5/5): sg 0/5 -> 2/252; clip 2/5 -> 42/252 (see significance tests)
+    assert table.loc["sg", "unstable_p"] == pytest.approx(2 / 252)
+    assert table.loc["clip", "unstable_p"] == pytest.approx(42 / 252)
+    # Holm over the m = 2 rows compared: 2/252 x 2; max(42/252 x 1, that)
+    assert table.loc["sg", "unstable_p_adjusted"] == pytest.approx(4 / 252)
+    assert table.loc["clip", "unstable_p_adjusted"] == pytest.approx(42 / 252)
+    assert table.attrs["compared"] == {"unstable": 2, "final_return": 2}
+    # bold (lower is better): best sg 0/5; vs none 2/252 (x2 < 0.05: worse), vs clip 112/252
+    assert table["unstable_bold"].to_dict() == {"none": False, "clip": True, "sg": True}
+    # final return: sg beats every seed of both others: p = 2/252 each, x2 after Holm < 0.05
+    assert table["final_return_bold"].to_dict() == {"none": False, "clip": False, "sg": True}
+    assert table.loc["sg", "final_return_p"] == pytest.approx(2 / comb(10, 5))
+
+
+def test_no_bold_when_nothing_separates_the_rows(sweep):
+    table = summarize(sweep, metrics=["unstable", "final_return"], n_resamples=99)
+    assert not table["unstable_bold"].any() and not table["final_return_bold"].any()
+
+
+def test_no_bold_when_all_tied_or_no_direction(tmp_path):
+    for variant, seed in itertools.product(["none", "sg"], range(4)):
+        growth = seed + (variant == "sg") * 9
+        _job(tmp_path, f"{variant}-{seed}", status="completed", group={"variant": variant},
+             seed=seed, stability={"unstable": 0, "hidden_norm_growth": growth})  # fmt: skip
+    table = summarize(load_results(tmp_path), metrics=["unstable", "hidden_norm_growth"])
+    assert not table["unstable_bold"].any() and not table["hidden_norm_growth_bold"].any()
+    assert table["hidden_norm_growth_p"].iloc[1] == pytest.approx(2 / comb(8, 4))  # still tested
+
+
+def test_strata_holm_over_the_table_and_bold_per_stratum(tmp_path):
+    results = load_results(_stress(tmp_path, regimes=("paper", "stress")))
+    table = summarize(results, metrics=["unstable"], n_resamples=99)
+    assert list(zip(table["regime"], table["variant"], strict=True)) == [
+        (r, v) for r in ("paper", "stress") for v in ("none", "clip", "sg")
+    ]  # baseline first within each regime
+    # each row is compared with the none of its own regime; Holm over all m = 4 compared rows
+    assert table.attrs["compared"] == {"unstable": 4}
+    sg = table[table["variant"] == "sg"]
+    assert sg["unstable_p"].tolist() == pytest.approx([2 / 252] * 2)
+    assert sg["unstable_p_adjusted"].tolist() == pytest.approx([8 / 252] * 2)  # 2/252 x 4
+    clip = table[table["variant"] == "clip"]
+    assert clip["unstable_p_adjusted"].tolist() == pytest.approx([84 / 252] * 2)  # x2, 3rd/4th
+    assert table["unstable_bold"].tolist() == [False, True, True] * 2  # per regime
+    assert table.attrs["shown_keys"] == ["regime", "variant"]
+    assert table.attrs["constants"] == {"task": "catch"}
+    assert table.attrs["compared_key"] == "variant"
+
+
+def test_constants_go_to_attrs(stress):
+    table = summarize(stress, metrics=["unstable"], n_resamples=99)
+    assert table.attrs["constants"] == {"regime": "stress", "task": "catch"}
+    assert table.attrs["shown_keys"] == ["variant"]
+    assert table.attrs["threshold"] == 0.9
 
 
 def test_median_and_explicit_baseline(sweep):
@@ -129,21 +180,20 @@ def test_median_and_explicit_baseline(sweep):
     assert table.loc["scale_gradient", "final_return"] == pytest.approx(0.5)
     assert table.loc["none", "final_return_p_better"] == pytest.approx(4 / 9)
     assert table.attrs["baseline"] == "variant=scale_gradient"
+    assert list(table.index) == ["scale_gradient", "none"]
+
+
+def test_no_baseline_no_tests(tmp_path):
+    for lr, seed in itertools.product(["0.1", "0.01"], range(3)):
+        _job(tmp_path, f"{lr}-{seed}", status="completed", group={"lr": lr}, seed=seed,
+             stability={"unstable": int(seed == 0 and lr == "0.1")})  # fmt: skip
+    table = summarize(load_results(tmp_path), metrics=["unstable"])
+    assert table.attrs["baseline"] is None and table["unstable_p"].isna().all()
+    assert table.attrs["compared"] == {"unstable": 0}
 
 
 def test_same_folder_same_table(sweep):
     assert summarize(sweep).equals(summarize(sweep))
-
-
-@pytest.mark.parametrize("stored", [None, {}])
-def test_stability_recomputed_from_metrics_when_absent(tmp_path, stored):
-    job = _job(tmp_path, "a", status="completed", group={"variant": "none"}, seed=0,
-               stability=stored)  # fmt: skip
-    rows = [{"step": s, "loss/total": 4.0 - s, "eval/return": 0.3 * s} for s in (1, 2, 3)]
-    (job / "metrics.jsonl").write_text("\n".join(map(json.dumps, rows)))
-    runs = load_results(tmp_path).runs
-    assert runs.loc[0, "final_return"] == pytest.approx(0.9)
-    assert runs.loc[0, "final_loss"] == pytest.approx(1.0)
 
 
 def test_baseline_compared_within_each_stratum(tmp_path):
@@ -166,6 +216,7 @@ def test_baseline_compared_within_each_stratum(tmp_path):
     "kwargs, match",
     [
         ({"metrics": ["nope"]}, "unknown metric 'nope'"),
+        ({"metrics": []}, "no metric chosen; choose from: unstable"),
         ({"stat": "mode"}, "unknown statistic 'mode'; choose one of: iqm, mean, median"),
         ({"baseline": "adam"}, "baseline variant 'adam'"),
     ],
@@ -175,78 +226,43 @@ def test_bad_arguments(sweep, kwargs, match):
         summarize(sweep, **kwargs)
 
 
-# --- rendering ---------------------------------------------------------------------------------
+# --- the folder ----------------------------------------------------------------------------------
 
 
-def test_markdown(sweep):
-    text = render(summarize(sweep, metrics=["final_return", "final_loss"]), fmt="md")
-    lines = text.splitlines()
-    assert lines[0].startswith("| variant") and "final return ↑" in lines[0]
-    assert set(lines[1]) <= set("|-: ")
-    none, sg = lines[2], lines[3]  # the baseline first
-    cells = [c.strip() for c in sg.strip("|").split("|")]
-    assert cells[:3] == ["scale_gradient", "3", "1/3"]
-    assert cells[3].startswith("**0.5 [") and cells[4] == "0.56"  # best return, P = 5/9
-    assert cells[5].startswith("**1.00 [") and cells[5].endswith("(n=2)**")  # best loss, 2 seeds
-    assert cells[7] == "1 failed, 1 running"
-    assert [c.strip() for c in none.strip("|").split("|")][4] == "base" and "**" not in none
-    assert "mean over seeds" in text
+def test_statuses_are_the_stores():
+    assert set(AVERAGED) <= set(store.STATUSES)
+    assert "timeout" in store.FINISHED and "timeout" not in AVERAGED  # done, but not averaged
 
 
-def test_latex_structure(sweep):
-    text = render(summarize(sweep, metrics=["final_return", "final_loss"]), fmt="latex")
-    for piece in (r"\begin{table}", r"\toprule", r"\midrule", r"\bottomrule", r"\caption{"):
-        assert text.count(piece) == 1, piece
-    assert text.index(r"\toprule") < text.index(r"\midrule") < text.index(r"\bottomrule")
-    assert r"\label{tab:hidden_scale}" in text
-    assert r"scale\_gradient" in text and "scale_gradient &" not in text
-    assert r"final return $\uparrow$" in text and r"final loss $\downarrow$" in text
-    row = next(line for line in text.splitlines() if line.startswith(r"scale\_gradient"))
-    assert row.count(r"\textbf{") == 2 and r"\textbf{0.5 [" in row
-    none_row = next(line for line in text.splitlines() if line.startswith("none &"))
-    assert r"\textbf" not in none_row
-    assert r"95\% percentile-bootstrap" in text  # caption escaped
-
-
-def test_csv_and_json(sweep):
-    table = summarize(sweep, metrics=["final_return"])
-    back = pd.read_csv(io.StringIO(render(table, fmt="csv")))
-    assert list(back["variant"]) == ["none", "scale_gradient"]
-    assert back["final_return"].tolist() == pytest.approx([0.4, 0.5])
-    data = json.loads(render(table, fmt="json"))
-    assert data["ablation"] == "hidden_scale" and data["baseline"] == "variant=none"
-    assert data["rows"][0]["final_return_p_better"] is None  # NaN -> null
-    assert data["rows"][1]["diverged"] == 1
-    with pytest.raises(ConfigError, match="unknown format 'xml'"):
-        render(table, fmt="xml")
-
-
-def test_single_seed_shows_no_interval(tmp_path):
+def test_timeout_is_listed_not_averaged(tmp_path):
     _job(tmp_path, "a", status="completed", group={"variant": "none"}, seed=0,
-         stability={"final_return": 0.25})  # fmt: skip
-    text = render(summarize(load_results(tmp_path), metrics=["final_return"]), fmt="md")
-    assert "0.25 [—]" in text
+         stability={"unstable": 0})  # fmt: skip
+    _job(tmp_path, "b", status="timeout", group={"variant": "none"}, seed=1,
+         stability={"unstable": 1})  # fmt: skip
+    results = load_results(tmp_path)
+    assert results.averaged["job"].tolist() == ["a"]
+    row = summarize(results, metrics=["unstable"]).iloc[0]
+    assert (row["unstable_k"], row["unstable_n"], row["not_averaged_note"]) == (0, 1, "1 timeout")
 
 
-@pytest.mark.parametrize(
-    "value, text",
-    [(0.8123, "0.812"), (3.14159, "3.14"), (12.34, "12.3"), (475.3, "475"), (12345.6, "12,346"),
-     (1.5e6, "1.5e+06"), (-0.5, "-0.5"), (float("nan"), "—")],
-)  # fmt: skip
-def test_format_number(value, text):
-    assert format_number(value) == text
+@pytest.mark.parametrize("stored", [None, {}, {"final_return": 0.3}])
+def test_stability_recomputed_from_metrics_when_absent_or_incomplete(tmp_path, stored):
+    job = _job(tmp_path, "a", status="completed", group={"variant": "none"}, seed=0,
+               stability=stored, training_steps=4, return_range=2.0)  # fmt: skip
+    rows = [{"step": s, "loss/total": 5.0 - s, "eval/return": r} for s, r in [(1, 0), (2, 1),
+            (3, 0.6), (4, 0.4)]]  # fmt: skip
+    (job / "metrics.jsonl").write_text("\n".join(map(json.dumps, rows)))
+    run = load_results(tmp_path).runs.iloc[0]
+    assert run["final_return"] == pytest.approx(0.4)  # window: steps > 3.6
+    assert run["best_return"] == 1.0 and run["final_loss"] == pytest.approx(1.0)
+    assert run["collapsed"] == 1 and run["unstable"] == 1  # 1.0 - 0.4 >= 0.25 x 2
 
 
-def test_markup_helpers():
-    assert latex_escape("a_b 5% {x} #1 & $") == r"a\_b 5\% \{x\} \#1 \& \$"
-    table = markdown_table(["name", "n"], [["a|b", "10"], ["c", "2"]], align=["left", "right"])
-    expected = ["| name |   n |", "| ---- | --: |", r"| a\|b |  10 |", "| c    |   2 |"]
-    assert table.splitlines() == expected
-    with pytest.raises(ValueError):
-        markdown_table(["a"], [["1", "2"]])
-
-
-# --- bad folders ----------------------------------------------------------------------------------
+def test_complete_stored_stability_is_kept(tmp_path):
+    stored = dict.fromkeys(STABILITY_KEYS, 0)
+    job = _job(tmp_path, "a", status="completed", group={}, seed=0, stability=stored)
+    (job / "metrics.jsonl").write_text(json.dumps({"step": 1, "eval/return": 5.0}))
+    assert load_results(tmp_path).runs.iloc[0]["final_return"] == 0
 
 
 def test_missing_and_empty_folders(tmp_path):
@@ -282,8 +298,16 @@ def test_folder_of_ablations(tmp_path):
         load_results(tmp_path)
 
 
-def test_no_finished_run(tmp_path):
+def test_no_averaged_run(tmp_path):
     _job(tmp_path, "a", status="running", group={"variant": "none"}, seed=0)
     _job(tmp_path, "b", status="failed", group={"variant": "none"}, seed=1)
-    with pytest.raises(ConfigError, match="no finished .* 1 failed, 1 running"):
+    with pytest.raises(ConfigError, match="no completed or diverged run .* 1 failed, 1 running"):
         summarize(load_results(tmp_path))
+
+
+def test_single_seed_rate_and_interval(tmp_path):
+    _job(tmp_path, "a", status="completed", group={"variant": "none"}, seed=0,
+         stability={"final_return": 0.25, "unstable": 1})  # fmt: skip
+    row = summarize(load_results(tmp_path), metrics=["unstable", "final_return"]).iloc[0]
+    assert (row["unstable_ci_low"], row["unstable_ci_high"]) == pytest.approx(binomial_ci(1, 1))
+    assert np.isnan(row["final_return_ci_low"])

@@ -100,6 +100,30 @@ def test_read_metrics_tolerates_a_torn_last_line_only(tmp_path):
     assert store.read_metrics(tmp_path / "missing.jsonl") == []
 
 
+def test_read_metrics_torn_line_after_nan_rows(tmp_path):
+    """Both spellings of NaN come back as floats: the writer's ``"nan"`` string and JSON's bare
+    ``NaN`` token (Python's json module writes it when allow_nan is on)."""
+    path = tmp_path / "metrics.jsonl"
+    lines = ['{"step": 1, "loss/total": 2.0}', '{"step": 2, "loss/total": NaN, "g": "inf"}',
+             '{"step": 3, "lo']  # fmt: skip
+    path.write_text("\n".join(lines))
+    rows = store.read_metrics(path)
+    assert [r["step"] for r in rows] == [1, 2]
+    assert math.isnan(rows[1]["loss/total"]) and rows[1]["g"] == math.inf
+
+
+def test_read_metrics_corrupt_middle_line_and_empty_file(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    path.write_text('{"step": 1}\nnot json\n{"step": 3}\n')
+    with pytest.raises(ConfigError, match="line 2 is not a JSON object"):
+        store.read_metrics(path)
+    path.write_text('{"step": 1}\n[1, 2]\n{"step": 3}\n')  # JSON, but not an object
+    with pytest.raises(ConfigError, match="line 2"):
+        store.read_metrics(path)
+    path.write_text("")
+    assert store.read_metrics(path) == []
+
+
 @pytest.mark.parametrize(
     ("content", "force", "expected"),
     [

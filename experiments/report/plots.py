@@ -1,15 +1,15 @@
 """Publication figures of one results folder: learning curves, gradient norms, per-depth gradients,
-divergence counts. PNG and PDF.
+divergence counts, and (from :mod:`experiments.report.profile`) performance profiles. PNG and PDF.
 
 Every function returns a :class:`matplotlib.figure.Figure` built without ``pyplot`` (no global
-figure registry, no interactive backend: rendering is Agg for PNG and the PDF backend for PDF), so
-tests can inspect it. Style: the Okabe-Ito colour-blind-safe palette (line styles vary beyond eight
-groups), 9-10 pt fonts, labelled axes with units, a legend, fonts embedded as TrueType in PDFs.
+figure registry, no interactive backend), so tests can inspect it. Style
+(:mod:`experiments.report.style`): the Okabe-Ito colour-blind-safe palette, 9-10 pt fonts,
+labelled axes with units, a legend, fonts embedded as TrueType in PDFs.
 
-Curves are aggregated over the finished seeds of each group: per run, steps are averaged into at
-most ``n_bins`` bins; per bin, the mean over seeds is drawn with a 95% Student-t confidence band
-(mean ± t * sem; no band with one seed). Log-scale quantities (gradient norms) are aggregated in
-log space: the line is the geometric mean.
+Curves are aggregated over the averaged runs (completed or diverged) of each group: per run, steps
+are averaged into at most ``n_bins`` bins; per bin, the mean over seeds is drawn with a 95%
+Student-t confidence band (mean ± t * sem; no band with one seed). Log-scale quantities (gradient
+norms) are aggregated in log space: the line is the geometric mean.
 """
 
 from __future__ import annotations
@@ -23,30 +23,21 @@ import pandas as pd
 from matplotlib.figure import Figure
 from scipy import stats
 
-from experiments.report.results import STATUSES, Results, load_curves
+from experiments.report.profile import performance_profiles
+from experiments.report.results import AVERAGED, Results, load_curves
+from experiments.report.style import OKABE_ITO, SIZE, STYLE, line_style, save_figure
+from experiments.store import STATUSES
 
 __all__ = [
     "OKABE_ITO",
     "divergence_counts",
     "hidden_grad_by_depth",
     "learning_curve",
+    "performance_profiles",
     "plot_all",
     "save_figure",
 ]
 
-OKABE_ITO = (
-    "#0072B2",  # blue
-    "#E69F00",  # orange
-    "#009E73",  # bluish green
-    "#D55E00",  # vermillion
-    "#CC79A7",  # reddish purple
-    "#56B4E9",  # sky blue
-    "#000000",  # black
-    "#F0E442",  # yellow (last: weak on white)
-)
-"""Okabe & Ito (2008) colour-blind-safe palette."""
-
-_LINESTYLES = ("-", "--", ":", "-.")
 _STATUS_COLOURS = {
     "completed": "#009E73",
     "diverged": "#D55E00",
@@ -54,33 +45,7 @@ _STATUS_COLOURS = {
     "timeout": "#E69F00",
     "running": "#56B4E9",
 }
-_STYLE = {
-    "font.size": 9,
-    "axes.titlesize": 9,
-    "axes.labelsize": 9,
-    "xtick.labelsize": 8,
-    "ytick.labelsize": 8,
-    "legend.fontsize": 8,
-    "legend.frameon": False,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "axes.grid": True,
-    "grid.alpha": 0.3,
-    "grid.linewidth": 0.5,
-    "lines.linewidth": 1.5,
-    "savefig.dpi": 200,
-    "savefig.bbox": "tight",
-    "pdf.fonttype": 42,
-}
-_SIZE = (4.8, 3.2)  # inches: one column of a two-column paper, slightly enlarged
 _CONFIDENCE = 0.95
-
-
-def _style(i: int) -> dict:
-    return {
-        "color": OKABE_ITO[i % len(OKABE_ITO)],
-        "linestyle": _LINESTYLES[i // len(OKABE_ITO) % 4],
-    }
 
 
 def _mean_band(values: np.ndarray) -> tuple[float, float, float]:
@@ -155,8 +120,8 @@ def learning_curve(
     Returns:
       The figure; ``ax.get_lines()`` holds one line per group with data (plus the threshold line).
     """
-    with mpl.rc_context(_STYLE):
-        fig = Figure(figsize=_SIZE, layout="constrained")
+    with mpl.rc_context(STYLE):
+        fig = Figure(figsize=SIZE, layout="constrained")
         ax = fig.add_subplot()
         binned = _binned(curves, key, n_bins=n_bins) if key in curves else pd.DataFrame()
         for i, group in enumerate(results.runs["group"].unique()):
@@ -172,8 +137,8 @@ def learning_curve(
             if log:
                 mean, low, high = 10**mean, 10**low, 10**high
             n = data["job"].nunique()
-            ax.plot(x, mean, label=f"{group} (n={n})", **_style(i))
-            ax.fill_between(x, low, high, alpha=0.2, color=_style(i)["color"], linewidth=0)
+            ax.plot(x, mean, label=f"{group} (n={n})", **line_style(i))
+            ax.fill_between(x, low, high, alpha=0.2, color=line_style(i)["color"], linewidth=0)
         if threshold is not None:
             ax.axhline(threshold, color="#555555", linestyle="--", linewidth=1, label="threshold")
         if log:
@@ -200,8 +165,8 @@ def hidden_grad_by_depth(results: Results, curves: pd.DataFrame) -> Figure:
         key=lambda c: int(c.rsplit("_", 1)[1]),
     )
     depths = np.array([int(c.rsplit("_", 1)[1]) for c in depth_keys])
-    with mpl.rc_context(_STYLE):
-        fig = Figure(figsize=_SIZE, layout="constrained")
+    with mpl.rc_context(STYLE):
+        fig = Figure(figsize=SIZE, layout="constrained")
         ax = fig.add_subplot()
         for i, group in enumerate(results.runs["group"].unique()):
             data = curves[curves["group"] == group]
@@ -210,8 +175,8 @@ def hidden_grad_by_depth(results: Results, curves: pd.DataFrame) -> Figure:
             per_run = data.groupby("job")[depth_keys].median()  # [runs, depths]
             bands = [_mean_band(np.log10(v[np.isfinite(v) & (v > 0)])) for v in per_run.T.values]
             mean, low, high = (10 ** np.asarray(bands)).T
-            ax.plot(depths, mean, marker="o", label=f"{group} (n={len(per_run)})", **_style(i))
-            ax.fill_between(depths, low, high, alpha=0.2, color=_style(i)["color"], linewidth=0)
+            ax.plot(depths, mean, marker="o", label=f"{group} (n={len(per_run)})", **line_style(i))
+            ax.fill_between(depths, low, high, alpha=0.2, color=line_style(i)["color"], linewidth=0)
         _log_y(ax)
         if len(depths):
             ax.set_xticks(depths)
@@ -234,9 +199,9 @@ def divergence_counts(results: Results) -> Figure:
     counts = counts.reindex(
         index=groups, columns=[s for s in STATUSES if s in counts], fill_value=0
     )
-    with mpl.rc_context(_STYLE):
+    with mpl.rc_context(STYLE):
         height = max(1.8, 0.45 * len(groups) + 1.0)
-        fig = Figure(figsize=(_SIZE[0], height), layout="constrained")
+        fig = Figure(figsize=(SIZE[0], height), layout="constrained")
         ax = fig.add_subplot()
         y = np.arange(len(groups))
         left = np.zeros(len(groups))
@@ -245,7 +210,7 @@ def divergence_counts(results: Results) -> Figure:
             ax.barh(y, width, left=left, color=_STATUS_COLOURS[status], label=status, height=0.6)
             left += width
         for yi, group in zip(y, groups, strict=True):
-            finished = counts.loc[group, [s for s in ("completed", "diverged") if s in counts]]
+            finished = counts.loc[group, [s for s in AVERAGED if s in counts]]
             k = int(counts.loc[group].get("diverged", 0))
             ax.text(left[yi] + 0.1, yi, f"{k}/{int(finished.sum())} diverged", va="center")
         ax.set_yticks(y, groups)
@@ -259,23 +224,13 @@ def divergence_counts(results: Results) -> Figure:
     return fig
 
 
-def save_figure(fig: Figure, out_dir: str | Path, name: str) -> list[Path]:
-    """Writes ``<out_dir>/<name>.png`` and ``.pdf``; returns the two paths."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = [out_dir / f"{name}.png", out_dir / f"{name}.pdf"]
-    with mpl.rc_context(_STYLE):
-        for path in paths:
-            fig.savefig(path)
-    return paths
-
-
 def plot_all(results: Results, out_dir: str | Path) -> dict[str, list[Path]]:
     """Every figure of the folder, as PNG and PDF.
 
     Figures: ``return`` (evaluation return), ``loss`` (total loss), ``grad_norm`` (global gradient
-    norm, log y), ``hidden_grad_depth`` (gradient at the hidden state per depth), ``divergence``.
-    A figure without data (e.g. no evaluation ran) is skipped.
+    norm, log y), ``hidden_grad_depth`` (gradient at the hidden state per depth), ``profile``
+    (performance profile of the final return), ``divergence``. A figure without data (e.g. no
+    evaluation ran) is skipped.
 
     Returns:
       Figure name -> the written paths.
@@ -306,5 +261,7 @@ def plot_all(results: Results, out_dir: str | Path) -> dict[str, list[Path]]:
         )
     if any(c.startswith("grad/hidden_depth_") for c in curves.columns):
         figures["hidden_grad_depth"] = hidden_grad_by_depth(results, curves)
+    if results.averaged["final_return"].notna().any():
+        figures["profile"] = performance_profiles(results)
     figures["divergence"] = divergence_counts(results)
     return {name: save_figure(fig, out_dir, name) for name, fig in figures.items()}

@@ -1,10 +1,13 @@
 """Reads a results folder (``results/<ablation>/``) into pandas DataFrames.
 
 One row per job in :attr:`Results.runs`: its status, seed, group (every swept key except the seed)
-and stability figures (from ``summary.json``'s ``"stability"`` key, recomputed from
-``metrics.jsonl`` when absent). :func:`load_curves` reads the per-step metrics of the finished runs
-for the plots. Every problem with the folder is a :class:`~experiments.errors.ConfigError`
-naming the folder or file and what was expected.
+and stability figures (from ``summary.json``'s ``"stability"`` key; recomputed from
+``metrics.jsonl`` when absent, or when it lacks a key of
+:data:`~experiments.metrics.STABILITY_KEYS` because an older gradlab wrote it). :func:`load_curves`
+reads the per-step metrics of the averaged runs for the plots. Statuses are the store's
+(:data:`experiments.store.STATUSES`), files are read with the store's reader
+(:func:`experiments.store.read_metrics`). Every problem with the folder is a
+:class:`~experiments.errors.ConfigError` naming the folder or file and what was expected.
 """
 
 from __future__ import annotations
@@ -17,15 +20,22 @@ from pathlib import Path
 import pandas as pd
 
 from experiments.errors import ConfigError, unknown_choice
-from experiments.metrics import STABILITY_KEYS, read_metrics, stability_summary
+from experiments.metrics import STABILITY_KEYS, stability_summary
+from experiments.store import STATUSES, read_metrics
 
-__all__ = ["FINISHED", "STATUSES", "Results", "group_label", "load_curves", "load_results"]
+__all__ = ["AVERAGED", "Results", "group_label", "load_curves", "load_results"]
 
-STATUSES = ("completed", "diverged", "failed", "timeout", "running")
-"""Every job status ``summary.json`` may hold."""
+AVERAGED = ("completed", "diverged")
+"""The statuses whose runs enter the statistics; runs of any other status are counted and listed,
+never averaged.
 
-FINISHED = ("completed", "diverged")
-"""The statuses whose runs enter the statistics; the others are shown, never averaged."""
+This differs from :data:`experiments.store.FINISHED` (the jobs a re-run skips), which also holds
+``timeout``: a timed-out job is done, but it stopped at a wall-time or step budget before its
+planned training steps, so its final window is not the others' (its returns come from earlier in
+training) and its "not diverged" says nothing about the steps it never ran. Averaging it with
+full-length runs would mix unlike things. A diverged run did run to its end, by the rule that
+defines it, and belongs in the statistics: leaving it out would hide exactly the instability the
+table measures."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,9 +57,9 @@ class Results:
     runs: pd.DataFrame
 
     @property
-    def finished(self) -> pd.DataFrame:
-        """The runs whose status is in :data:`FINISHED`."""
-        return self.runs[self.runs["status"].isin(FINISHED)]
+    def averaged(self) -> pd.DataFrame:
+        """The runs that enter the statistics: status in :data:`AVERAGED`."""
+        return self.runs[self.runs["status"].isin(AVERAGED)]
 
 
 def group_label(group: dict[str, object]) -> str:
@@ -95,17 +105,23 @@ def _summary_paths(root: Path) -> list[Path]:
 
 
 def _stability(summary: dict, job_dir: Path) -> dict:
-    stability = summary.get("stability")
-    if isinstance(stability, dict) and stability:
-        return stability
+    """The stored figures; recomputed from ``metrics.jsonl`` when they are absent or incomplete
+    (written before a key existed), with the summary's ``training_steps`` and ``return_range``
+    when it records them and the default divergence rule."""
+    stored = summary.get("stability")
+    stored = stored if isinstance(stored, dict) else {}
+    if stored and all(key in stored for key in STABILITY_KEYS):
+        return stored
     metrics = job_dir / "metrics.jsonl"
-    if summary["status"] in FINISHED and metrics.exists():
+    if summary["status"] in AVERAGED and metrics.exists():
         return stability_summary(
             read_metrics(metrics),
             threshold=summary.get("threshold"),
             wall_time_s=summary.get("wall_time_s"),
+            training_steps=summary.get("training_steps"),
+            return_range=summary.get("return_range"),
         )
-    return {}
+    return stored
 
 
 def load_results(path: str | Path) -> Results:
@@ -168,7 +184,7 @@ def _natural_key(column: pd.Series) -> pd.Series:
 
 
 def load_curves(results: Results, keys: Sequence[str] | None = None) -> pd.DataFrame:
-    """The per-step metrics of the finished runs, one row per (run, step).
+    """The per-step metrics of the averaged runs, one row per (run, step).
 
     Args:
       results: from :func:`load_results`.
@@ -178,9 +194,8 @@ def load_curves(results: Results, keys: Sequence[str] | None = None) -> pd.DataF
       Columns ``job``, ``group``, ``seed``, ``step`` and one per key (float).
     """
     frames = []
-    for run in results.finished.itertuples():
-        metrics = Path(run.path) / "metrics.jsonl"
-        frame = pd.DataFrame.from_records(read_metrics(metrics) if metrics.exists() else [])
+    for run in results.averaged.itertuples():
+        frame = pd.DataFrame.from_records(read_metrics(Path(run.path) / "metrics.jsonl"))
         if frame.empty or "step" not in frame:
             continue
         if keys is not None:

@@ -1,10 +1,12 @@
-"""Statistics over seeds: point estimates, bootstrap confidence intervals, and the probability of
-improvement.
+"""Statistics over seeds: point estimates, bootstrap confidence intervals, exact binomial intervals
+of rates, and the probability of improvement.
 
 Few seeds (3 to 10) are the norm, so: the interquartile mean (IQM) is offered beside the mean and
 the median (Agarwal et al., 2021, "Deep RL at the Edge of the Statistical Precipice"); intervals are
 percentile bootstrap intervals from :func:`scipy.stats.bootstrap` with a generator seeded per call
 (the same data always give the same interval); one seed gives no interval (NaN), not a fake one.
+A rate (k of n runs, e.g. unstable) gets the exact Clopper-Pearson interval instead
+(:func:`binomial_ci`), which holds at any n.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from scipy import stats
 
 from experiments.errors import ConfigError, unknown_choice
 
-__all__ = ["STATS", "bootstrap_ci", "probability_of_improvement", "statistic"]
+__all__ = ["STATS", "binomial_ci", "bootstrap_ci", "probability_of_improvement", "statistic"]
 
 
 def _iqm(x: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -119,3 +121,34 @@ def probability_of_improvement(
     better, worse = (x, y) if higher_is_better else (y, x)
     u = stats.mannwhitneyu(better, worse, alternative="two-sided").statistic
     return float(u / (len(x) * len(y)))
+
+
+def binomial_ci(k: int, n: int, *, confidence: float = 0.95) -> tuple[float, float]:
+    """Exact (Clopper-Pearson) confidence interval of a rate ``k/n``.
+
+    ``scipy.stats.binomtest(k, n).proportion_ci(method="exact")``: the bounds are the beta
+    quantiles ``B(a/2; k, n - k + 1)`` and ``B(1 - a/2; k + 1, n - k)`` (0 when k = 0, 1 when
+    k = n), so the interval covers the true rate with at least the stated confidence.
+
+    Args:
+      k: events (e.g. unstable runs); ``0 <= k <= n``.
+      n: runs.
+      confidence: the level, in (0, 1).
+
+    Returns:
+      ``(low, high)``; ``(nan, nan)`` when n = 0.
+
+    Raises:
+      ConfigError: k or n is not a count, k > n, or the level is outside (0, 1).
+    """
+    if not 0.0 < confidence < 1.0:
+        raise ConfigError(f"confidence must be in (0, 1), got {confidence!r}")
+    for name, value in (("k", k), ("n", n)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
+            raise ConfigError(f"{name}={value!r} is not a count; expected an integer >= 0")
+    if k > n:
+        raise ConfigError(f"k={k} exceeds n={n}; a rate needs 0 <= k <= n")
+    if n == 0:
+        return float("nan"), float("nan")
+    ci = stats.binomtest(int(k), int(n)).proportion_ci(confidence_level=confidence, method="exact")
+    return float(ci.low), float(ci.high)

@@ -1,0 +1,272 @@
+"""Rendering the table: Markdown and LaTeX cells and captions, CSV/JSON numbers, number formats,
+and a LaTeX compile in a plain article (skipped when no TeX engine is installed)."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import shutil
+import subprocess
+
+import pandas as pd
+import pytest
+
+from experiments.errors import ConfigError
+from experiments.report.markup import latex_escape, markdown_table
+from experiments.report.render import format_number, format_p, render
+from experiments.report.results import load_results
+from experiments.report.tables import summarize
+
+
+def _job(root, name, *, status="completed", group, seed, stability, **extra):
+    job = root / name
+    job.mkdir(parents=True)
+    summary = {"status": status, "job": name, "ablation": "hidden_scale", "group": group,
+               "seed": seed, "task": "catch", "threshold": 0.9, "stability": stability}  # fmt: skip
+    summary.update(extra)
+    (job / "summary.json").write_text(json.dumps(summary))
+
+
+def _stress(root):
+    """regime=stress, 5 seeds: unstable none 5/5, clip 2/5, sg 0/5; sg's returns above all."""
+    unstable = {"none": [1] * 5, "clip": [1, 1, 0, 0, 0], "sg": [0] * 5}
+    offset = {"none": 0.1, "clip": 0.15, "sg": 0.6}
+    for variant, seed in itertools.product(unstable, range(5)):
+        stability = {
+            "unstable": unstable[variant][seed],
+            "final_return": offset[variant] + seed / 10,
+        }
+        group = {"regime": "stress", "variant": variant}
+        _job(root, f"{variant}-{seed}", group=group, seed=seed, stability=stability)
+    _job(root, "sg-5", status="running", group={"regime": "stress", "variant": "sg"}, seed=5,
+         stability={})  # fmt: skip
+    return root
+
+
+def _wide(root):
+    """The widest default table a real sweep gives: two regimes x five variants with the longest
+    names, five seeds, diverged runs without a final return, and runs not averaged."""
+    variants = ["none", "global_clipnorm", "maxnorm_kernel", "scale_gradient", "stop_gradient"]
+    for i, (regime, variant, seed) in enumerate(
+        itertools.product(["paper", "stress"], variants, range(5))
+    ):
+        diverged = regime == "stress" and seed < variants.index(variant) % 3
+        stability = {
+            "unstable": int(diverged), "diverged": int(diverged),
+            "final_return": None if diverged else 0.0635 + (i % 7) * 0.137,
+            "steps_to_threshold": None if seed == 4 else 1020.0 + 37 * i,
+            "grad_norm_p99": 1.3 + (i % 5) * 0.37, "hidden_norm_growth": 1.1 + (i % 3) * 0.07,
+        }  # fmt: skip
+        status = "diverged" if diverged else "completed"
+        group = {"regime": regime, "variant": variant}
+        _job(root, f"{regime}-{variant}-{seed}", status=status, group=group, seed=seed,
+             stability=stability)  # fmt: skip
+    for status, seed in [("running", 5), ("failed", 6), ("timeout", 7)]:
+        group = {"regime": "stress", "variant": "maxnorm_kernel"}
+        _job(root, f"x-{seed}", status=status, group=group, seed=seed, stability={})
+    return root
+
+
+@pytest.fixture()
+def stress(tmp_path):
+    return summarize(
+        load_results(_stress(tmp_path / "hs")),
+        metrics=["unstable", "final_return"],
+        n_resamples=999,
+    )
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+# --- Markdown ----------------------------------------------------------------------------------
+
+
+def test_markdown_cells(stress):
+    lines = render(stress, fmt="md").splitlines()
+    assert _cells(lines[0]) == ["variant", "unstable ↓", "p", "final return ↑", "not averaged"]
+    none, clip, sg = (_cells(line) for line in lines[2:5])
+    assert none[:3] == ["none", "5/5 [0.48, 1.00]", "base"]
+    assert clip[:3] == ["clip", "**2/5** [0.05, 0.85]", "0.17"]  # 42/252, Holm: still 42/252
+    assert sg[:3] == ["sg", "**0/5** [0.00, 0.52]", "0.016"]  # 2/252 x 2
+    assert sg[3].startswith("**0.800** [") and "**" not in clip[3] + none[3]
+    assert sg[4] == "1 running" and none[4] == "—"
+
+
+def test_markdown_caption_names_everything(stress):
+    caption = render(stress, fmt="md").strip().splitlines()[-1]
+    for piece in [
+        "hidden_scale (regime=stress, task=catch).",  # the keys every run shares
+        "n = 5 runs averaged per group (completed or diverged); 1 more not averaged (1 running)",
+        "unstable: diverged, or collapsed (final-window return fell ≥ 25% of the return range",
+        "exact Clopper–Pearson 95% CI",
+        "two-sided Fisher's exact test against variant=none",
+        "Holm–Bonferroni-adjusted over the rows compared (m=2)",
+        "mean over runs, 95% percentile-bootstrap CI",
+        "Bold: per column, the best value and every row not significantly worse",
+        "Mann–Whitney U",
+        "α = 0.05",
+    ]:
+        assert piece in caption, piece
+
+
+def test_markdown_n_column_when_seeds_differ(tmp_path):
+    for variant, seeds in [("none", 3), ("sg", 2)]:
+        for seed in range(seeds):
+            _job(tmp_path, f"{variant}-{seed}", group={"variant": variant}, seed=seed,
+                 stability={"final_return": 0.5 + seed})  # fmt: skip
+    text = render(summarize(load_results(tmp_path), metrics=["final_return"]), fmt="md")
+    assert _cells(text.splitlines()[0])[:2] == ["variant", "n"]
+    assert _cells(text.splitlines()[3])[:2] == ["sg", "2"]
+    assert "n: runs averaged (completed or diverged)." in text
+
+
+def test_markdown_p_better_and_fewer_runs(tmp_path):
+    for variant, seed in itertools.product(["none", "sg"], range(3)):
+        ret = None if (variant, seed) == ("sg", 2) else seed + (variant == "sg")
+        _job(tmp_path, f"{variant}-{seed}", group={"variant": variant}, seed=seed,
+             stability={"final_return": ret})  # fmt: skip
+    table = summarize(load_results(tmp_path), metrics=["final_return"], n_resamples=99)
+    lines = render(table, fmt="md", p_better=True).splitlines()
+    assert _cells(lines[0]) == ["variant", "final return ↑", "P(better)"]
+    sg = _cells(lines[3])
+    # sg 1, 2 vs none 0, 1, 2: pairs won 1 + 0.5 + 0 + 1 + 1 + 0.5 = 4 of 6
+    assert sg[1].endswith("(n=2)") and sg[2] == "0.67"
+    assert "P(better): probability that a run beats a run of variant=none" in lines[-1]
+
+
+def test_single_seed_shows_no_interval(tmp_path):
+    _job(tmp_path, "a", group={"variant": "none"}, seed=0, stability={"final_return": 0.25})
+    text = render(summarize(load_results(tmp_path), metrics=["final_return"]), fmt="md")
+    assert "0.250 [—]" in text
+
+
+# --- LaTeX -------------------------------------------------------------------------------------
+
+
+def test_latex_structure(stress):
+    text = render(stress, fmt="latex")
+    for piece in (r"\begin{table}", r"\toprule", r"\midrule", r"\bottomrule", r"\caption{"):
+        assert text.count(piece) == 1, piece
+    assert text.index(r"\toprule") < text.index(r"\midrule") < text.index(r"\bottomrule")
+    assert r"\label{tab:hidden_scale}" in text and r"\footnotesize" in text
+    assert text.isascii()  # compiles with any engine, no inputenc or fonts needed
+    assert "\n & unstable & final & not \\\\\n" in text  # two-line headers
+    assert r"k/n $\downarrow$ & return $\uparrow$ & avg. \\" in text
+    row = next(line for line in text.splitlines() if line.startswith("sg &"))
+    assert r"\textbf{0/5}\\{}\scriptsize [0.00, 0.52]\\{}\scriptsize p=0.016" in row
+    assert row.count(r"\textbf{") == 2 and row.endswith(r"& 1 \\")  # 1 run not averaged
+    assert r"\textbf" not in next(line for line in text.splitlines() if line.startswith("none &"))
+    assert r"95\% percentile-bootstrap" in text and r"$\alpha$ = 0.05" in text
+    assert "CI below" in text and "p (below)" in text
+
+
+def test_latex_escapes_names(tmp_path):
+    _job(tmp_path, "a", group={"variant": "scale_gradient"}, seed=0, stability={"unstable": 0})
+    text = render(summarize(load_results(tmp_path), metrics=["unstable"]), fmt="latex")
+    assert r"scale\_gradient" in text and "scale_gradient &" not in text
+
+
+def _engine() -> str | None:
+    return next((e for e in ("pdflatex", "lualatex", "tectonic") if shutil.which(e)), None)
+
+
+def _compile(table_tex: str, folder) -> str:
+    """Compiles the table in a plain article; returns the log. Overfull boxes are reported from
+    0pt on (``\\hfuzz=0pt``), so any excess width shows."""
+    engine = _engine()
+    doc = (
+        "\\documentclass{article}\n\\usepackage{booktabs}\n\\hfuzz=0pt\n"
+        f"\\begin{{document}}\n{table_tex}\n\\end{{document}}\n"
+    )
+    (folder / "doc.tex").write_text(doc)
+    args = (
+        ["--keep-logs", "doc.tex"]
+        if engine == "tectonic"
+        else ["-interaction=nonstopmode", "-halt-on-error", "doc.tex"]
+    )
+    done = subprocess.run([engine, *args], cwd=folder, capture_output=True, text=True, timeout=180)
+    log = (folder / "doc.log").read_text(errors="replace")
+    assert done.returncode == 0, log[-3000:]
+    assert (folder / "doc.pdf").stat().st_size > 1000
+    return log
+
+
+@pytest.mark.skipif(_engine() is None, reason="no LaTeX engine (pdflatex, lualatex, tectonic)")
+def test_latex_compiles_and_fits_the_text_width(tmp_path):
+    results = load_results(_wide(tmp_path / "hidden_scale"))
+    table = summarize(results, n_resamples=199)
+    assert table.attrs["shown_keys"] == ["regime", "variant"]
+    log = _compile(render(table, fmt="latex"), tmp_path)
+    assert "Overfull \\hbox" not in log
+    # the check does see a table that is too wide: every metric at once
+    wide = summarize(results, metrics=["unstable", "diverged", "final_return", "best_return",
+                                       "return_auc", "steps_to_threshold", "grad_norm_p99",
+                                       "hidden_norm_growth"], n_resamples=99)  # fmt: skip
+    assert "Overfull \\hbox" in _compile(render(wide, fmt="latex"), tmp_path)
+
+
+# --- CSV and JSON --------------------------------------------------------------------------------
+
+
+def test_csv_and_json(stress):
+    back = pd.read_csv(io.StringIO(render(stress, fmt="csv")))
+    assert list(back["variant"]) == ["none", "clip", "sg"]
+    assert back["unstable_k"].tolist() == [5, 2, 0] and back["unstable_n"].tolist() == [5] * 3
+    data = json.loads(render(stress, fmt="json"))
+    assert data["ablation"] == "hidden_scale" and data["baseline"] == "variant=none"
+    assert data["alpha"] == 0.05 and data["constants"] == {"regime": "stress", "task": "catch"}
+    assert data["compared"] == {"unstable": 2, "final_return": 2}
+    none, clip, sg = data["rows"]
+    assert none["unstable_p"] is None and none["is_baseline"]  # NaN -> null
+    assert sg["unstable_p"] == pytest.approx(2 / 252) and sg["unstable_p_adjusted"] == (
+        pytest.approx(4 / 252))  # fmt: skip
+    assert (sg["unstable_ci_low"], sg["unstable_ci_high"]) == (0.0, pytest.approx(0.5218, abs=1e-4))
+    assert sg["unstable_bold"] and clip["unstable_bold"] and not none["unstable_bold"]
+    assert sg["not_averaged"] == 1 and sg["not_averaged_note"] == "1 running"
+    with pytest.raises(ConfigError, match="unknown format 'xml'"):
+        render(stress, fmt="xml")
+
+
+# --- numbers and markup ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value, text",
+    [(0.8123, "0.812"), (0.8, "0.800"), (0.0635, "0.0635"), (3.14159, "3.14"), (12.34, "12.3"),
+     (475.3, "475"), (12345.6, "12,346"), (1.5e6, "1.5e+06"), (-0.5, "-0.500"),
+     (float("nan"), "—")],
+)  # fmt: skip
+def test_format_number(value, text):
+    assert format_number(value) == text
+
+
+@pytest.mark.parametrize(
+    "p, text",
+    [(34 / 70, "0.49"), (1.0, "1.00"), (0.1, "0.10"), (0.0456, "0.046"), (2 / 252, "0.0079"),
+     (0.0002, "<0.001"), (float("nan"), "—")],
+)  # fmt: skip
+def test_format_p(p, text):
+    assert format_p(p) == text
+
+
+def test_markup_helpers():
+    assert latex_escape("a_b 5% {x} #1 & $") == r"a\_b 5\% \{x\} \#1 \& \$"
+    table = markdown_table(["name", "n"], [["a|b", "10"], ["c", "2"]], align=["left", "right"])
+    expected = ["| name |   n |", "| ---- | --: |", r"| a\|b |  10 |", "| c    |   2 |"]
+    assert table.splitlines() == expected
+    with pytest.raises(ValueError):
+        markdown_table(["a"], [["1", "2"]])
+
+
+def test_rate_without_values_is_a_dash(tmp_path):
+    """Summaries written before ``unstable`` existed, with no metrics file to recompute it from."""
+    for variant, seed in itertools.product(["none", "sg"], range(2)):
+        _job(tmp_path, f"{variant}-{seed}", group={"variant": variant}, seed=seed,
+             stability={"final_return": 0.5})  # fmt: skip
+    table = summarize(load_results(tmp_path), metrics=["unstable"])
+    lines = render(table, fmt="md").splitlines()
+    assert _cells(lines[3]) == ["sg", "—", "—"] and _cells(lines[2]) == ["none", "—", "base"]
+    assert "(m=0)" in lines[-1]
