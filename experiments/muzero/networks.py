@@ -27,7 +27,7 @@ from experiments.errors import ConfigError, unknown_choice
 from experiments.muzero.config import NORMALISATIONS, NetworkConfig
 from experiments.muzero.support import Support
 
-__all__ = ["MinMaxNormalisation", "Networks", "normalisation_layer"]
+__all__ = ["CONV_FILTERS", "MinMaxNormalisation", "Networks", "normalisation_layer"]
 
 _MIN_RANGE = 1e-5
 CONV_FILTERS = 16
