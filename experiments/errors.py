@@ -7,11 +7,9 @@ code 2, with no traceback.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
-__all__ = ["ConfigError", "build_checked", "unknown_choice"]
+__all__ = ["ConfigError", "unknown_choice"]
 
 
 class ConfigError(ValueError):
@@ -30,23 +28,3 @@ def unknown_choice(kind: str, value: object, choices: Iterable[str]) -> ConfigEr
       A :class:`ConfigError` reading ``unknown variant 'foo'; choose one of: a, b, c``.
     """
     return ConfigError(f"unknown {kind} {value!r}; choose one of: {', '.join(sorted(choices))}")
-
-
-def build_checked(cls: type, owner: str, values: Mapping[str, Any]) -> Any:
-    """Builds the dataclass ``cls`` from ``values``, refusing keys it has no field for.
-
-    Args:
-      cls: a dataclass (its ``__post_init__`` validates the values themselves).
-      owner: the config section, for the message, e.g. ``"task"``.
-      values: the settings.
-
-    Raises:
-      ConfigError: ``task has no setting 'idd'; choose from: id, name, ...``.
-    """
-    fields = {f.name for f in dataclasses.fields(cls)}
-    for key in values:
-        if key not in fields:
-            raise ConfigError(
-                f"{owner} has no setting {key!r}; choose from: {', '.join(sorted(fields))}"
-            )
-    return cls(**values)

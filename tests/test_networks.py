@@ -79,3 +79,67 @@ def test_same_seed_same_weights():
 def test_network_config_rejects_bad_input(kwargs, match):
     with pytest.raises(ConfigError, match=match):
         NetworkConfig(**kwargs)
+
+
+def _conv_nets(shape=(10, 10, 4), **kwargs):
+    config = NetworkConfig(hidden_size=8, width=16, **kwargs)
+    size = int(np.prod(shape))
+    return Networks(config, observation_size=size, num_actions=3, seed=0, observation_shape=shape)
+
+
+def test_image_observations_get_minatars_conv_torso():
+    nets = _conv_nets()
+    layers = nets.representation.layers
+    convs = [layer for layer in layers if isinstance(layer, keras.layers.Conv2D)]
+    assert len(convs) == 1
+    conv = convs[0]
+    assert (conv.filters, conv.kernel_size, conv.strides) == (16, (3, 3), (1, 1))
+    assert conv.padding == "valid"
+    # [B, 400] -> [B, 10, 10, 4] -> conv [B, 8, 8, 16] -> flatten 1024 -> Dense 16 -> Dense 8
+    assert nets.representation.input_shape == (None, 400)
+    assert conv.output.shape == (None, 8, 8, 16)
+    assert conv.count_params() == 3 * 3 * 4 * 16 + 16  # 592
+    dense = [layer for layer in nets.representation.layers if isinstance(layer, keras.layers.Dense)]
+    assert [layer.count_params() for layer in dense] == [1024 * 16 + 16, 16 * 8 + 8]
+    # dynamics and prediction stay MLPs on the hidden state
+    for model in (nets.dynamics, nets.prediction):
+        assert not any(isinstance(layer, keras.layers.Conv2D) for layer in model.layers)
+
+
+def test_image_observations_spatial_or_flat_give_the_same_inference():
+    nets = _conv_nets(shape=(10, 10, 7))
+    obs = (np.random.default_rng(0).random((5, 10, 10, 7)) < 0.2).astype(np.float32)
+    spatial = [t.numpy() for t in nets.initial_inference(obs)]
+    flat = [t.numpy() for t in nets.initial_inference(obs.reshape(5, -1))]
+    assert spatial[0].shape == (5, 8) and spatial[2].shape == (5, 3)
+    for a, b in zip(spatial, flat, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_flat_observations_keep_the_mlp_exactly():
+    a = _nets()
+    config = NetworkConfig(hidden_size=8, width=16)
+    b = Networks(config, observation_size=6, num_actions=3, seed=0, observation_shape=(6,))
+    assert not any(isinstance(layer, keras.layers.Conv2D) for layer in b.representation.layers)
+    for x, y in zip(a.trainable_variables, b.trainable_variables, strict=True):
+        np.testing.assert_array_equal(x.numpy(), y.numpy())
+
+
+@pytest.mark.parametrize(
+    ("shape", "size", "match"),
+    [
+        ((3, 2), 6, r"observation shape \(3, 2\) is not supported for 6 values"),
+        ((10, 10, 4), 100, r"observation shape \(10, 10, 4\) is not supported for 100 values"),
+    ],
+)
+def test_unsupported_observation_shape_is_refused(shape, size, match):
+    with pytest.raises(ConfigError, match=match):
+        Networks(
+            NetworkConfig(), observation_size=size, num_actions=3, seed=0, observation_shape=shape
+        )
+
+
+def test_unresolved_support_size_is_refused():
+    assert NetworkConfig(value_support_size=None).value_support_size is None  # null is valid
+    with pytest.raises(ConfigError, match="network.reward_support_size=None must be resolved"):
+        Networks(NetworkConfig(reward_support_size=None), observation_size=6, num_actions=3, seed=0)

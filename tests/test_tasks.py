@@ -1,10 +1,14 @@
-"""Tests of the tasks: Catch dynamics by hand, the gymnasium adapter, the task config."""
+"""Tests of the tasks: Catch dynamics by hand, the gymnasium adapter, the task config, reward
+scaling (MinAtar has its own file, tests/test_minatar.py)."""
+
+import math
 
 import numpy as np
 import pytest
 
 from experiments.errors import ConfigError
-from experiments.tasks import TASKS, CatchEnv, GymEnv, TaskConfig, make_env
+from experiments.muzero.replay import ReplayBuffer
+from experiments.tasks import TASKS, CatchEnv, GymEnv, ScaledRewards, TaskConfig, make_env
 
 
 def _board(env, i=0):
@@ -15,6 +19,7 @@ def test_catch_start_and_observation():
     env = CatchEnv(3, rows=10, columns=5, seed=0)
     obs = env.reset()
     assert obs.shape == (3, 50) and obs.dtype == np.float32
+    assert env.observation_shape == (50,)  # flat: the MLP representation, as before
     for i in range(3):
         board = obs[i].reshape(10, 5)
         assert board.sum() == 2
@@ -64,6 +69,7 @@ def test_gym_cartpole_adapter():
     env = make_env(TaskConfig(name="cartpole"), 3, seed=0)
     assert isinstance(env, GymEnv)
     assert (env.observation_size, env.num_actions) == (4, 2)
+    assert env.observation_shape == (4,)
     obs = env.reset()
     assert obs.shape == (3, 4) and obs.dtype == np.float32
     total = np.zeros(3)
@@ -85,7 +91,7 @@ def test_task_registry_thresholds():
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"name": "pong"}, "unknown task 'pong'; choose one of: cartpole, catch, gym"),
+        ({"name": "pong"}, "unknown task 'pong'; choose one of: cartpole, catch, gym, minatar"),
         ({"name": "gym"}, "needs a gymnasium id"),
         ({"name": "gym", "id": "NoSuchEnv-v9"}, "unknown gymnasium id 'NoSuchEnv-v9'.*CartPole"),
         ({"name": "gym", "id": "Pendulum-v1"}, "expected Discrete"),
@@ -98,7 +104,94 @@ def test_task_config_rejects_bad_input(kwargs, match):
         TaskConfig(**kwargs)
 
 
-def test_task_config_from_dict():
-    assert TaskConfig.from_dict({"name": "catch", "rows": 6}) == TaskConfig(rows=6)
-    with pytest.raises(ConfigError, match="'colour'"):
-        TaskConfig.from_dict({"colour": 3})
+@pytest.mark.parametrize("bad", [-1.0, 0, 0.0, float("inf"), float("nan"), "2", True, None])
+def test_reward_scale_must_be_finite_and_positive(bad):
+    with pytest.raises(ConfigError) as info:
+        TaskConfig(reward_scale=bad)
+    assert str(info.value) == (
+        f"task.reward_scale={bad!r} is out of range; expected a finite number > 0"
+    )
+
+
+def test_unscaled_bounds_of_each_task():
+    catch, cartpole = TaskConfig(), TaskConfig(name="cartpole")
+    assert (catch.threshold, catch.return_range, catch.max_abs_reward) == (0.9, (-1.0, 1.0), 1.0)
+    assert (cartpole.threshold, cartpole.return_range) == (475.0, (0.0, 500.0))
+    assert cartpole.max_abs_reward == 1.0
+    # CartPole's maximum return is its time limit.
+    assert TaskConfig(name="cartpole", max_episode_steps=200).return_range == (0.0, 200.0)
+    acrobot = TaskConfig(name="gym", id="Acrobot-v1")
+    assert math.isnan(acrobot.threshold)
+    assert acrobot.return_range is None and acrobot.max_abs_reward is None
+
+
+def test_reward_scale_scales_threshold_range_and_largest_reward():
+    catch = TaskConfig(reward_scale=2.5)
+    assert catch.threshold == pytest.approx(0.9 * 2.5)  # 2.25
+    assert catch.return_range == (-2.5, 2.5) and catch.max_abs_reward == 2.5
+    cartpole = TaskConfig(name="cartpole", reward_scale=0.01)
+    assert cartpole.threshold == pytest.approx(4.75)
+    assert cartpole.return_range == (0.0, pytest.approx(5.0))
+    assert cartpole.max_abs_reward == 0.01
+    assert TaskConfig(name="gym", id="Acrobot-v1", reward_scale=3.0).return_range is None
+    assert TaskConfig(reward_scale=4).max_abs_reward == 4.0  # an int scale is fine
+
+
+def test_make_env_scales_rewards_only_when_asked():
+    assert isinstance(make_env(TaskConfig(), 2, seed=0), CatchEnv)
+    plain = make_env(TaskConfig(rows=4), 8, seed=3)
+    scaled = make_env(TaskConfig(rows=4, reward_scale=3.0), 8, seed=3)
+    assert isinstance(scaled, ScaledRewards)
+    assert (scaled.observation_shape, scaled.num_actions) == ((20,), 3)
+    np.testing.assert_array_equal(plain.reset(), scaled.reset())
+    actions = np.random.default_rng(0).integers(0, 3, size=(3, 8))
+    for row in actions:
+        obs, reward, done = plain.step(row)
+        obs_s, reward_s, done_s = scaled.step(row)
+        np.testing.assert_array_equal(obs, obs_s)
+        np.testing.assert_array_equal(done, done_s)
+        assert reward_s.dtype == np.float32
+        np.testing.assert_array_equal(reward_s, 3.0 * reward)  # +-3 on the last of 3 steps
+    assert done.all() and set(np.abs(reward_s)) == {3.0}
+
+
+def _episodes(task, *, seed, num_envs=4, moves=12):
+    """Random play on ``task``; finished episodes with root values 0.5 per step."""
+    env = make_env(task, num_envs, seed=seed)
+    rng = np.random.default_rng(seed)
+    buffer = ReplayBuffer(capacity=512, observation_size=env.observation_size, num_actions=3)
+    obs = env.reset()
+    current = [[] for _ in range(num_envs)]
+    for _ in range(moves):
+        actions = rng.integers(0, 3, size=num_envs)
+        next_obs, rewards, dones = env.step(actions)
+        for i in range(num_envs):
+            current[i].append((obs[i], actions[i], rewards[i]))
+            if dones[i]:
+                o, a, r = (np.array(x) for x in zip(*current[i], strict=True))
+                buffer.add_episode(o, a, r, np.full(len(a), 0.5), np.full((len(a), 3), 1 / 3))
+                current[i] = []
+        obs = next_obs
+    return buffer
+
+
+def test_reward_scale_scales_replay_targets():
+    # Catch with 4 rows: episodes of 3 steps, the only reward +-s at the third.
+    s = 10.0
+    plain = _episodes(TaskConfig(rows=4), seed=1)
+    scaled = _episodes(TaskConfig(rows=4, reward_scale=s), seed=1)
+    # Root values (0.5 in both) are not rewards: with td_steps 5 >= T no target bootstraps.
+    kwargs = {"unroll_steps": 2, "td_steps": 5, "discount": 0.5}
+    positions = np.arange(len(plain))
+    a = plain.make_target(positions, rng=np.random.default_rng(0), **kwargs)
+    b = scaled.make_target(positions, rng=np.random.default_rng(0), **kwargs)
+    np.testing.assert_allclose(b.target_value, s * a.target_value, rtol=1e-6)
+    np.testing.assert_allclose(b.target_reward, s * a.target_reward, rtol=1e-6)
+    np.testing.assert_array_equal(b.target_policy, a.target_policy)
+    np.testing.assert_array_equal(b.observations, a.observations)
+    # By hand, position 0 (first step of the first episode, T = 3, n = 5 >= T: no bootstrap):
+    # value_k=0 = g^2 u_2 = 0.25 * (+-s); value_k=1 = g u_2; value_k=2 = u_2 = reward_k=3's.
+    u2 = scaled._reward[2]
+    assert abs(u2) == s
+    np.testing.assert_allclose(b.target_value[0], [0.25 * u2, 0.5 * u2, u2])
+    np.testing.assert_allclose(b.target_reward[0, 1:], [0.0, 0.0])

@@ -86,6 +86,7 @@ class NetworkConfig:
         every hidden state.
       support: one of :data:`SUPPORTS`.
       value_support_size: S; the categorical value head has 2S+1 bins over h(value) in [-S, S].
+        ``None`` (null): sized from the task (``experiments.muzero.support.resolve_support_sizes``).
       reward_support_size: likewise for the reward head.
     """
 
@@ -94,8 +95,8 @@ class NetworkConfig:
     depth: int = 1
     normalisation: str = "minmax"
     support: str = "categorical"
-    value_support_size: int = 5
-    reward_support_size: int = 2
+    value_support_size: int | None = 5
+    reward_support_size: int | None = 2
 
     def __post_init__(self) -> None:
         _positive_int("network", "hidden_size", self.hidden_size)
@@ -103,8 +104,9 @@ class NetworkConfig:
         _positive_int("network", "depth", self.depth, minimum=0)
         NORMALISATIONS.lookup(self.normalisation)
         _choice("support", self.support, SUPPORTS)
-        _positive_int("network", "value_support_size", self.value_support_size)
-        _positive_int("network", "reward_support_size", self.reward_support_size)
+        for name in ("value_support_size", "reward_support_size"):
+            if getattr(self, name) is not None:  # None: sized from the task
+                _positive_int("network", name, getattr(self, name))
 
 
 @dataclasses.dataclass(frozen=True)

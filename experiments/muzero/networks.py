@@ -1,6 +1,9 @@
-"""MuZero's three networks as small Keras MLPs, and the hidden-state normalisation.
+"""MuZero's three networks as small Keras models, and the hidden-state normalisation.
 
-* representation ``h_0 = f_repr(o)``: observation ``[B, O]`` -> hidden state ``[B, H]``;
+* representation ``h_0 = f_repr(o)``: observation ``[B, O]`` -> hidden state ``[B, H]``; an MLP
+  on flat observations, and on image observations ``(height, width, channels)`` (taken flat and
+  reshaped inside) a small convolutional torso first: MinAtar's own baseline (Young & Tian,
+  2019), one 3x3 convolution with 16 filters, stride 1, no padding, ReLU, flattened;
 * dynamics ``h_k, r_k = g(h_{k-1}, a_k)``: hidden state and one-hot action -> next hidden state and
   reward logits ``[B, R]``;
 * prediction ``p_k, v_k = f(h_k)``: hidden state -> policy logits ``[B, A]`` and value logits
@@ -9,6 +12,7 @@
 Every hidden state is normalised (Appendix G of the paper: per sample to [0, 1] by min-max, here
 with a guard against a zero range); ``none``, ``tanh`` and ``layernorm`` are the alternatives.
 The output layers of the heads start at zero so that initial predictions are exactly neutral.
+The dynamics and prediction networks are MLPs on the hidden state whatever the observation.
 """
 
 from __future__ import annotations
@@ -19,13 +23,16 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from experiments.errors import ConfigError
 from experiments.muzero.config import NetworkConfig
 from experiments.muzero.options import NORMALISATIONS
 from experiments.muzero.support import Support
 
-__all__ = ["MinMaxNormalisation", "Networks", "normalisation_layer"]
+__all__ = ["CONV_FILTERS", "MinMaxNormalisation", "Networks", "normalisation_layer"]
 
 _MIN_RANGE = 1e-5
+CONV_FILTERS = 16
+"""Filters of the image torso's one 3x3 convolution (MinAtar's baseline)."""
 
 
 class MinMaxNormalisation(keras.layers.Layer):
@@ -48,11 +55,12 @@ class Networks:
     """The representation, dynamics and prediction networks of one agent.
 
     Attributes:
-      representation: ``keras.Model`` ``[B, O] -> [B, H]``.
+      representation: ``keras.Model`` ``[B, O] -> [B, H]`` (flat observations, also for images).
       dynamics: ``keras.Model`` ``([B, H], [B, A]) -> ([B, H], [B, R])``.
       prediction: ``keras.Model`` ``[B, H] -> ([B, A], [B, V])`` (policy logits, value logits).
       value_support, reward_support: how the value and reward heads encode scalars.
       num_actions: A.
+      observation_shape: the shape of one observation, ``(O,)`` or ``(height, width, channels)``.
     """
 
     def __init__(
@@ -63,6 +71,7 @@ class Networks:
         num_actions: int,
         seed: int,
         kernel_constraint: keras.constraints.Constraint | None = None,
+        observation_shape: tuple[int, ...] | None = None,
     ) -> None:
         """Builds the networks.
 
@@ -72,9 +81,30 @@ class Networks:
           num_actions: A.
           seed: seeds every initializer (drawn one after the other from it).
           kernel_constraint: applied to every Dense kernel of the dynamics network.
+          observation_shape: ``(height, width, channels)`` for a convolutional representation;
+            ``None`` or ``(O,)`` for the MLP. Its product must be ``observation_size``.
+
+        Raises:
+          ConfigError: a support size left ``None`` (resolve it first with
+            ``experiments.muzero.support.resolve_support_sizes``), or an observation shape that
+            is neither flat nor an image of ``observation_size`` values.
         """
+        shape = tuple(observation_shape or (observation_size,))
+        if len(shape) not in (1, 3) or int(np.prod(shape)) != observation_size:
+            raise ConfigError(
+                f"observation shape {shape} is not supported for {observation_size} values; "
+                "expected (O,) or (height, width, channels)"
+            )
+        for name in ("value_support_size", "reward_support_size"):
+            if getattr(config, name) is None:
+                raise ConfigError(
+                    f"network.{name}=None must be resolved before building the networks; "
+                    "use experiments.muzero.support.resolve_support_sizes"
+                )
         self.config = config
         self.num_actions = num_actions
+        self.observation_size = observation_size
+        self.observation_shape = shape
         self.value_support = Support(config.support, config.value_support_size)
         self.reward_support = Support(config.support, config.reward_support_size)
         seeds = iter(np.random.default_rng(seed).integers(0, 2**31 - 1, size=64).tolist())
@@ -90,7 +120,15 @@ class Networks:
             return x
 
         obs = keras.Input((observation_size,), name="observation")
-        h0 = normalisation_layer(config.normalisation)(dense(hidden)(trunk(obs)))
+        x = obs
+        if len(shape) == 3:
+            x = keras.layers.Reshape(shape)(x)
+            init = keras.initializers.GlorotUniform(seed=next(seeds))
+            x = keras.layers.Conv2D(
+                CONV_FILTERS, 3, strides=1, activation="relu", kernel_initializer=init
+            )(x)
+            x = keras.layers.Flatten()(x)
+        h0 = normalisation_layer(config.normalisation)(dense(hidden)(trunk(x)))
         self.representation = keras.Model(obs, h0, name="representation")
 
         h_in = keras.Input((hidden,), name="hidden")
@@ -117,8 +155,10 @@ class Networks:
         )
 
     def initial_inference(self, observation: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-        """``[B, O]`` -> hidden ``[B, H]``, scalar value ``[B]``, policy logits ``[B, A]``."""
-        hidden = self.representation(tf.convert_to_tensor(observation, tf.float32))
+        """``[B, O]`` or ``[B, *observation_shape]`` -> hidden ``[B, H]``, scalar value ``[B]``,
+        policy logits ``[B, A]``."""
+        observation = tf.convert_to_tensor(observation, tf.float32)
+        hidden = self.representation(tf.reshape(observation, [-1, self.observation_size]))
         policy, value = self.prediction(hidden)
         return hidden, self.value_support.to_scalar(value), policy
 

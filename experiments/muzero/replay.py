@@ -28,7 +28,7 @@ __all__ = ["Batch", "ReplayBuffer"]
 class Batch:
     """Training targets for ``B`` positions and ``K`` unroll steps."""
 
-    observations: np.ndarray  # [B, O] float32, the observation at the sampled position
+    observations: np.ndarray  # [B, O] float32, the (flat) observation at the sampled position
     actions: np.ndarray  # [B, K] int32, actions taken after it
     target_value: np.ndarray  # [B, K+1] float32
     target_reward: np.ndarray  # [B, K+1] float32 (column 0 unused)
@@ -65,7 +65,8 @@ class ReplayBuffer:
         """Stores one finished episode of ``T`` steps.
 
         Args:
-          observations: ``[T, O]`` the observation before each action.
+          observations: ``[T, O]`` or ``[T, *observation_shape]`` the observation before each
+            action, stored flat (``[T, O]``; the networks reshape images at their input).
           actions: ``[T]`` actions taken.
           rewards: ``[T]`` reward received after each action.
           root_values: ``[T]`` search root values.
@@ -75,7 +76,7 @@ class ReplayBuffer:
         if length > self.capacity:
             raise ValueError(f"episode of {length} steps exceeds the capacity {self.capacity}")
         index = (self._written + np.arange(length)) % self.capacity
-        self._obs[index] = observations
+        self._obs[index] = np.reshape(observations, (length, -1))
         self._action[index] = actions
         self._reward[index] = rewards
         self._value[index] = root_values

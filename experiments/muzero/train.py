@@ -7,6 +7,7 @@ replay sampling. Nothing uses global random state.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator
 
@@ -18,6 +19,7 @@ from experiments.muzero.learner import Learner
 from experiments.muzero.networks import Networks
 from experiments.muzero.replay import ReplayBuffer
 from experiments.muzero.selfplay import Inference, SelfPlay, evaluate
+from experiments.muzero.support import resolve_support_sizes
 from experiments.tasks import TaskConfig, make_env
 
 __all__ = ["train"]
@@ -43,8 +45,16 @@ def train(
     ``nonfinite``, ``env/steps``, ``time/elapsed_s``; ``selfplay/return`` when episodes ended
     since the previous row; ``eval/return`` every ``config.eval_every`` steps and at the last.
 
+    Rewards (so returns and targets) are the task's times ``task.reward_scale``. Support sizes
+    left ``None`` are sized from the task, and explicit ones that do not cover it are refused
+    (:func:`~experiments.muzero.support.resolve_support_sizes`, ``ConfigError``).
+
     The caller may stop iterating at any time; nothing needs cleaning up.
     """
+    sizes = resolve_support_sizes(task, config.network, discount=config.discount)
+    network_config = dataclasses.replace(
+        config.network, value_support_size=sizes.value, reward_support_size=sizes.reward
+    )
     start = time.perf_counter()
     root = np.random.default_rng(seed)
     env_seed, eval_seed, net_seed = (_seed(root) for _ in range(3))
@@ -53,11 +63,12 @@ def train(
     env = make_env(task, config.num_envs, seed=env_seed)
     eval_env = make_env(task, config.eval_episodes, seed=eval_seed)
     networks = Networks(
-        config.network,
+        network_config,
         observation_size=env.observation_size,
         num_actions=env.num_actions,
         seed=net_seed,
         kernel_constraint=variant.kernel_constraint,
+        observation_shape=env.observation_shape,
     )
     learner = Learner(networks, config=config, variant=variant, placement=placement)
     inference = Inference(networks, jit_compile=config.jit_compile)

@@ -31,6 +31,7 @@ class CatchEnv:
         self.rows = rows
         self.columns = columns
         self.observation_size = rows * columns
+        self.observation_shape = (rows * columns,)  # flat: Catch keeps the MLP representation
         self._rng = np.random.default_rng(seed)
         self.ball_row = np.zeros(num_envs, np.int64)
         self.ball_column = np.zeros(num_envs, np.int64)

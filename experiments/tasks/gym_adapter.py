@@ -66,6 +66,7 @@ class GymEnv:
         self.num_envs = num_envs
         self._envs = [_make(env_id, max_episode_steps) for _ in range(num_envs)]
         self.observation_size, self.num_actions = _spaces(env_id, self._envs[0])
+        self.observation_shape = (self.observation_size,)  # flattened Box observations
         self._seed = seed
 
     def _flat(self, obs: np.ndarray) -> np.ndarray:
