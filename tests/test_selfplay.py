@@ -26,9 +26,9 @@ class _Counting:
     def initial(self, observations):
         return self.inner.initial(observations)
 
-    def recurrent(self, hidden, action):
+    def recurrent(self, hidden, action, step):
         self.calls.append(len(action))
-        return self.inner.recurrent(hidden, action)
+        return self.inner.recurrent(hidden, action, step)
 
 
 def test_one_batched_recurrent_call_per_simulation():

@@ -33,9 +33,11 @@ class Inference:
         return tuple(t.numpy() for t in self._initial(np.asarray(observations, np.float32)))
 
     def recurrent(
-        self, hidden: np.ndarray, action: np.ndarray
+        self, hidden: np.ndarray, action: np.ndarray, step: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The search's ``recurrent_fn``: ``[B, H]``, ``[B]`` -> hidden, reward, value, logits."""
+        """The search's ``recurrent_fn``: ``[B, H]``, ``[B]``, ``[B]`` -> hidden, reward, value,
+        logits."""
+        del step
         outputs = self._recurrent(np.asarray(hidden, np.float32), np.asarray(action, np.int32))
         return tuple(t.numpy() for t in outputs)
 
@@ -67,6 +69,7 @@ def act(
         dirichlet_fraction=config.dirichlet_fraction if noise else 0.0,
         pb_c_base=config.pb_c_base,
         pb_c_init=config.pb_c_init,
+        q_form=config.q_form,
     )
     actions = select_action(out.visit_counts, temperature=temperature, rng=rng)
     counts = out.visit_counts.astype(np.float32)
