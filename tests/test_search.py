@@ -6,6 +6,9 @@ import math
 
 import numpy as np
 import pytest
+from _search_models import chain as _chain
+from _search_models import random_model as _random_model
+from _search_models import two_armed as _two_armed
 
 from experiments.errors import ConfigError
 from experiments.muzero.search import (
@@ -17,46 +20,6 @@ from experiments.muzero.search import (
     select_action,
     visit_softmax_temperature,
 )
-
-# ---------------------------------------------------------------------------------------------
-# Models: ``(hidden [B, H], action [B], step [B]) -> (next_hidden, reward, value, logits)``.
-
-
-def _two_armed(hidden: np.ndarray, action: np.ndarray, step: np.ndarray):
-    """Action 1 pays reward 1, action 0 pays 0, everywhere; value 0; uniform priors over 2."""
-    batch = hidden.shape[0]
-    return hidden, (action == 1).astype(np.float32), np.zeros(batch), np.zeros((batch, 2))
-
-
-def _chain(hidden: np.ndarray, action: np.ndarray, step: np.ndarray):
-    """One action; reward 1 per step, value 4 at every leaf."""
-    batch = hidden.shape[0]
-    return hidden, np.ones(batch), np.full(batch, 4.0), np.zeros((batch, 1))
-
-
-def _random_model(num_actions: int, width: int, seed: int):
-    """A deterministic model whose row b depends on row b only, bit for bit (no BLAS)."""
-    rng = np.random.default_rng(seed)
-    mix = rng.normal(size=(width, width)) / math.sqrt(width)
-    embed = rng.normal(size=(num_actions, width))
-    reward_w = rng.normal(size=(num_actions, width))
-    value_w = rng.normal(size=width)
-    logit_w = rng.normal(size=(width, num_actions)) * 2.0
-
-    def matvec(h: np.ndarray, w: np.ndarray) -> np.ndarray:  # h [B, H] @ w [H, K], row-wise
-        out = h[:, :1] * w[0]
-        for k in range(1, w.shape[0]):
-            out = out + h[:, k : k + 1] * w[k]
-        return out
-
-    def fn(hidden: np.ndarray, action: np.ndarray, step: np.ndarray):
-        nxt = np.tanh(matvec(hidden, mix) + embed[action])
-        reward = np.tanh((hidden * reward_w[action]).sum(axis=1))
-        value = 2.0 * np.tanh(matvec(nxt, value_w[:, None])[:, 0])
-        return nxt, reward, value, matvec(nxt, logit_w)
-
-    return fn
-
 
 # ---------------------------------------------------------------------------------------------
 # The two sources transcribed line by line for one tree: the published pseudocode (Schrittwieser

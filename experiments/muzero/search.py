@@ -66,13 +66,12 @@ Choices where the sources leave room (or where we deviate), all deliberate:
 from __future__ import annotations
 
 import dataclasses
-import math
-import numbers
 
 import numpy as np
 
-from experiments.errors import ConfigError, unknown_choice
+from experiments.errors import ConfigError
 from experiments.muzero._acting import select_action, visit_softmax_temperature
+from experiments.muzero._checks import check_count, check_positive, check_q_form, check_unit
 from experiments.muzero._tree import (
     RecurrentFn,
     exploration_weight,
@@ -160,7 +159,7 @@ def puct_scores(
     Raises:
       ConfigError: an unknown ``q_form``.
     """
-    _check_q_form(q_form)
+    check_q_form(q_form)
     child_visits = np.asarray(child_visits, np.float64)
     explore = exploration_weight(parent_visits, float(pb_c_base), float(pb_c_init))  # [B]
     prior_score = (explore[:, None] * np.asarray(prior, np.float64)) / (child_visits + 1.0)
@@ -194,40 +193,13 @@ def root_priors(
     Returns:
       [B, A] float64 priors, each row summing to 1.
     """
-    fraction = _check_unit("dirichlet_fraction", dirichlet_fraction)
-    alpha = _check_positive("dirichlet_alpha", dirichlet_alpha)
+    fraction = check_unit("dirichlet_fraction", dirichlet_fraction)
+    alpha = check_positive("dirichlet_alpha", dirichlet_alpha)
     prior = softmax(np.asarray(root_logits))
     if fraction > 0.0:
         noise = rng.dirichlet(np.full(prior.shape[1], alpha), size=prior.shape[0])  # [B, A]
         prior = prior * (1.0 - fraction) + noise * fraction
     return prior
-
-
-def _real(name: str, value: object, bound: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
-        raise ConfigError(f"{name} must be a finite number {bound}, got {value!r}")
-    return float(value)
-
-
-def _check_unit(name: str, value: object) -> float:
-    number = _real(name, value, "in [0, 1]")
-    if not 0.0 <= number <= 1.0:
-        raise ConfigError(f"{name} must be a finite number in [0, 1], got {value!r}")
-    return number
-
-
-def _check_positive(name: str, value: object, *, allow_zero: bool = False) -> float:
-    bound = ">= 0" if allow_zero else "> 0"
-    number = _real(name, value, bound)
-    if number < 0 or (number == 0 and not allow_zero):
-        raise ConfigError(f"{name} must be a finite number {bound}, got {value!r}")
-    return number
-
-
-def _check_q_form(q_form: object) -> str:
-    if not isinstance(q_form, str) or q_form not in Q_FORMS:
-        raise unknown_choice("q_form", q_form, Q_FORMS)
-    return q_form
 
 
 def _check_shape(name: str, array: np.ndarray, expected: tuple[int, ...], meaning: str) -> None:
@@ -242,10 +214,7 @@ def _validate(
     num_simulations: int,
     rng: np.random.Generator,
 ) -> None:
-    if isinstance(num_simulations, bool) or not isinstance(num_simulations, int | np.integer):
-        raise ConfigError(f"num_simulations must be an integer >= 1, got {num_simulations!r}")
-    if num_simulations < 1:
-        raise ConfigError(f"num_simulations must be an integer >= 1, got {num_simulations!r}")
+    check_count("num_simulations", num_simulations)
     if not isinstance(rng, np.random.Generator):
         raise ConfigError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
     if root_hidden.ndim != 2 or root_hidden.shape[0] < 1:
@@ -301,12 +270,12 @@ def run_search(
     root_value = np.asarray(root_value)
     root_logits = np.asarray(root_logits)
     _validate(root_hidden, root_value, root_logits, num_simulations, rng)
-    gamma = _check_unit("discount", discount)
-    fraction = _check_unit("dirichlet_fraction", dirichlet_fraction)
-    alpha = _check_positive("dirichlet_alpha", dirichlet_alpha)
-    base = _check_positive("pb_c_base", pb_c_base)
-    init = _check_positive("pb_c_init", pb_c_init, allow_zero=True)
-    form = _check_q_form(q_form)
+    gamma = check_unit("discount", discount)
+    fraction = check_unit("dirichlet_fraction", dirichlet_fraction)
+    alpha = check_positive("dirichlet_alpha", dirichlet_alpha)
+    base = check_positive("pb_c_base", pb_c_base)
+    init = check_positive("pb_c_init", pb_c_init, allow_zero=True)
+    form = check_q_form(q_form)
 
     root_prior = root_priors(
         root_logits, rng=rng, dirichlet_alpha=alpha, dirichlet_fraction=fraction
