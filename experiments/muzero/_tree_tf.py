@@ -44,7 +44,7 @@ class Tree:
     q_max: tf.Tensor  # [B] float64, -inf before any update
 
     def flat(self) -> tuple[tf.Tensor, ...]:
-        """The fields in order (``tf.while_loop`` loop variables)."""
+        """The fields in order (``tf.while_loop`` loop variables; ``Tree(*flat)`` rebuilds it)."""
         return tuple(getattr(self, f.name) for f in dataclasses.fields(self))
 
 
@@ -123,6 +123,7 @@ class Constants:
         pb_c_init: float,
         q_form: str,
     ) -> Constants:
+        """The tables for ``num_simulations`` simulations (visit counts 0 .. S + 1)."""
         counts = np.arange(num_simulations + 2)
         return cls(
             explore=tf.constant(exploration_weight(counts, pb_c_base, pb_c_init), F64),

@@ -168,10 +168,9 @@ class CompiledSearch:
         prior = _tree_tf.softmax64(logits)
         prior = prior * (1.0 - noise_fraction) + noise * noise_fraction  # add_exploration_noise
         tree = _tree_tf.init_tree(hidden, prior, self.num_simulations + 1)
-        fields = [f.name for f in dataclasses.fields(_tree_tf.Tree)]
 
         def body(sim, *flat):
-            tree = _tree_tf.Tree(**dict(zip(fields, flat, strict=True)))
+            tree = _tree_tf.Tree(*flat)
             parent, action, depth = _tree_tf.select(tree, c)
             parent_hidden = tf.gather(tree.hidden, parent, batch_dims=1)
             outputs = self._recurrent_fn(parent_hidden, action, depth + 1)
@@ -185,7 +184,7 @@ class CompiledSearch:
             body,
             (tf.constant(0), *tree.flat()),
         )[1:]
-        tree = _tree_tf.Tree(**dict(zip(fields, flat, strict=True)))
+        tree = _tree_tf.Tree(*flat)
         visits, root_value, q_values = _tree_tf.root_statistics(tree, c.discount)
         actions = _tree_tf.select_action(visits, temperature, uniforms)
         return actions, root_value, visits, q_values
