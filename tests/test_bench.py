@@ -6,14 +6,17 @@ No assertion here depends on how fast anything runs.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
 import numpy as np
 import pytest
 import tensorflow as tf
+from _search_models import randomize
 from typer.testing import CliRunner
 
+from cli.bench import markdown
 from cli.main import app
 from experiments.bench import BenchSettings
 from experiments.bench._timing import Case, interleaved_rates, median
@@ -23,7 +26,8 @@ from experiments.bench.flops import (
     graph_matmul_flops,
     train_step_flops,
 )
-from experiments.bench.search import search_cases
+from experiments.bench.search import SEARCH_CASES, search_cases
+from experiments.bench.suite import COMPILED_SEARCH_TARGET, BenchReport, Rate
 from experiments.bench.train_step import make_learner, pseudocode_gradients, random_batch
 from experiments.errors import ConfigError
 from experiments.muzero.config import NetworkConfig
@@ -32,6 +36,7 @@ from experiments.muzero.networks import Networks
 RATIOS = {
     "compiled_vs_eager": ("train/compiled", "train/eager"),
     "compiled_vs_pseudocode_loop": ("train/compiled", "train/pseudocode_loop"),
+    "compiled_vs_batched": ("search/compiled", "search/batched"),
     "batched_vs_one_at_a_time": ("search/batched", "search/one_at_a_time"),
     "train_step_vs_matmul": ("flops/train_step", "flops/matmul"),
 }
@@ -61,6 +66,8 @@ def test_quick_json_rates_are_medians_of_their_rounds(quick):
     for rate in quick["rates"].values():
         assert all(math.isfinite(r) and r > 0 for r in rate["runs"])
         assert rate["value"] == pytest.approx(median(rate["runs"]), rel=1e-12)
+        # the only absolute target (compiled search >= 100k/s) is set for B=64, 50 simulations
+        assert rate["target_min"] is None and rate["met"] is None
     # The train step's GFLOP/s is its samples/s times the analytic FLOPs per sample.
     s = quick["settings"]
     per_sample = quick["train_step_flops"] / s["batch_size"]
@@ -170,16 +177,33 @@ def test_pseudocode_loop_has_the_learners_loss_and_gradients():
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-6)
 
 
-def test_one_at_a_time_search_computes_the_batched_visit_counts():
+def test_the_three_searches_compute_the_same_visit_counts():
     nets = _tiny_networks(depth=1)
-    (batched, batched_work), (single, single_work) = search_cases(
-        nets, observation_size=5, batch_size=3, num_simulations=6, single_searches=3, seed=0
+    randomize(nets, 0)  # non-zero heads: the trees differ
+    blocks = search_cases(
+        nets, observation_size=5, batch_size=4, num_simulations=6, single_searches=3, seed=0
     )
-    assert (batched_work, single_work) == (18, 18)
-    visits = batched()
-    assert visits.shape == (3, 2)
+    assert list(blocks) == list(SEARCH_CASES)
+    assert [work for _, work in blocks.values()] == [24, 24, 18]
+    visits = blocks["batched"][0]()
+    assert visits.shape == (4, 2)
     assert (visits.sum(axis=1) == 6).all()
-    np.testing.assert_array_equal(single(), visits)
+    np.testing.assert_array_equal(blocks["compiled"][0](), visits)
+    np.testing.assert_array_equal(blocks["one_at_a_time"][0](), visits[:3])
+
+
+def test_rate_target_and_markdown_columns():
+    rate = Rate("search/compiled", 2.0e5, "simulations/s", (2.0e5,), "what", target_min=1e5)
+    assert rate.met is True
+    assert dataclasses.replace(rate, value=5e4).met is False
+    assert dataclasses.replace(rate, target_min=None).met is None
+    assert COMPILED_SEARCH_TARGET == 1e5
+    other = Rate("search/batched", 4e4, "simulations/s", (4e4,), "numpy")
+    report = BenchReport(BenchSettings.quick(), {r.name: r for r in (rate, other)}, [], [], "x", 1)
+    lines = markdown(report).splitlines()
+    assert "| rate | median | unit | target | met | rounds | what |" in lines
+    assert "| search/compiled | 2e+05 | simulations/s | >= 1e+05 | yes | 2e+05 | what |" in lines
+    assert "| search/batched | 4e+04 | simulations/s | - | - | 4e+04 | numpy |" in lines
 
 
 class _FakeClock:

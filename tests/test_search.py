@@ -6,6 +6,9 @@ import math
 
 import numpy as np
 import pytest
+from _search_models import chain as _chain
+from _search_models import random_model as _random_model
+from _search_models import two_armed as _two_armed
 
 from experiments.errors import ConfigError
 from experiments.muzero.search import (
@@ -19,70 +22,42 @@ from experiments.muzero.search import (
 )
 
 # ---------------------------------------------------------------------------------------------
-# Models.
-
-
-def _two_armed(hidden: np.ndarray, action: np.ndarray):
-    """Action 1 pays reward 1, action 0 pays 0, everywhere; value 0; uniform priors over 2."""
-    batch = hidden.shape[0]
-    return hidden, (action == 1).astype(np.float32), np.zeros(batch), np.zeros((batch, 2))
-
-
-def _chain(hidden: np.ndarray, action: np.ndarray):
-    """One action; reward 1 per step, value 4 at every leaf."""
-    batch = hidden.shape[0]
-    return hidden, np.ones(batch), np.full(batch, 4.0), np.zeros((batch, 1))
-
-
-def _random_model(num_actions: int, width: int, seed: int):
-    """A deterministic model whose row b depends on row b only, bit for bit (no BLAS)."""
-    rng = np.random.default_rng(seed)
-    mix = rng.normal(size=(width, width)) / math.sqrt(width)
-    embed = rng.normal(size=(num_actions, width))
-    reward_w = rng.normal(size=(num_actions, width))
-    value_w = rng.normal(size=width)
-    logit_w = rng.normal(size=(width, num_actions)) * 2.0
-
-    def matvec(h: np.ndarray, w: np.ndarray) -> np.ndarray:  # h [B, H] @ w [H, K], row-wise
-        out = h[:, :1] * w[0]
-        for k in range(1, w.shape[0]):
-            out = out + h[:, k : k + 1] * w[k]
-        return out
-
-    def fn(hidden: np.ndarray, action: np.ndarray):
-        nxt = np.tanh(matvec(hidden, mix) + embed[action])
-        reward = np.tanh((hidden * reward_w[action]).sum(axis=1))
-        value = 2.0 * np.tanh(matvec(nxt, value_w[:, None])[:, 0])
-        return nxt, reward, value, matvec(nxt, logit_w)
-
-    return fn
-
-
-# ---------------------------------------------------------------------------------------------
-# The pseudocode (Schrittwieser et al. 2020, Appendix), transcribed for one tree, with the tie
-# rule documented in experiments/muzero/search.py: lowest index; at the root's first selection
-# (0 visits, all scores 0) the highest prior.
+# The two sources transcribed line by line for one tree: the published pseudocode (Schrittwieser
+# et al. 2020, arXiv:1911.08265 ancillary pseudocode.py, revised version: ``Node``,
+# ``MinMaxStats``, ``ucb_score``, ``backpropagate``) and werner-duvaud/muzero-general's
+# ``self_play.py`` (``MCTS.ucb_score``, ``MCTS.backpropagate``, one player). Both sources share
+# ``Node`` and ``MinMaxStats``. ``select_child`` follows the tie rule documented in
+# experiments/muzero/search.py (lowest index; at the root's first selection, with 0 visits and
+# all scores 0, the highest prior) where the pseudocode takes the highest index and
+# muzero-general a random one.
 
 
 class _Node:
     def __init__(self, prior: float):
-        self.prior, self.visit_count, self.value_sum, self.reward = prior, 0, 0.0, 0.0
+        self.visit_count = 0
+        self.prior = prior
+        self.value_sum = 0
         self.children: dict[int, _Node] = {}
-        self.hidden = None
+        self.hidden_state = None
+        self.reward = 0
 
     def expanded(self) -> bool:
         return len(self.children) > 0
 
     def value(self) -> float:
-        return 0.0 if self.visit_count == 0 else self.value_sum / self.visit_count
+        if self.visit_count == 0:
+            return 0
+        return self.value_sum / self.visit_count
 
 
-class _MinMax:
+class _MinMaxStats:
     def __init__(self):
-        self.maximum, self.minimum = -float("inf"), float("inf")
+        self.maximum = -float("inf")
+        self.minimum = float("inf")
 
     def update(self, value: float) -> None:
-        self.maximum, self.minimum = max(self.maximum, value), min(self.minimum, value)
+        self.maximum = max(self.maximum, value)
+        self.minimum = min(self.minimum, value)
 
     def normalize(self, value: float) -> float:
         if self.maximum > self.minimum:
@@ -90,58 +65,117 @@ class _MinMax:
         return value
 
 
-def _ucb(parent: _Node, child: _Node, stats: _MinMax, discount: float) -> float:
-    pb_c = math.log((parent.visit_count + 19652.0 + 1) / 19652.0) + 1.25
+def _ucb_score_pseudocode(parent, child, min_max_stats, discount, pb_c_base, pb_c_init):
+    pb_c = math.log((parent.visit_count + pb_c_base + 1) / pb_c_base) + pb_c_init
     pb_c *= math.sqrt(parent.visit_count) / (child.visit_count + 1)
-    value_score = (
-        stats.normalize(child.reward + discount * child.value()) if child.visit_count else 0
-    )
-    return pb_c * child.prior + value_score
+
+    prior_score = pb_c * child.prior
+    if child.visit_count > 0:
+        value_score = child.reward + discount * min_max_stats.normalize(child.value())
+    else:
+        value_score = 0
+    return prior_score + value_score
 
 
-def _expand(node: _Node, hidden, reward: float, logits) -> None:
-    node.hidden, node.reward = hidden, reward
-    policy = [math.exp(x - max(logits)) for x in logits]  # max-shifted, as the module does
-    for action, p in enumerate(policy):
-        node.children[action] = _Node(p / sum(policy))
+def _backpropagate_pseudocode(search_path, value, discount, min_max_stats):
+    for node in reversed(search_path):
+        node.value_sum += value
+        node.visit_count += 1
+        min_max_stats.update(node.value())
+
+        value = node.reward + discount * value
 
 
-def _reference(hidden, logits, fn, *, num_simulations, discount, noise=None, fraction=0.25):
+def _ucb_score_normalized(parent, child, min_max_stats, discount, pb_c_base, pb_c_init):
+    pb_c = math.log((parent.visit_count + pb_c_base + 1) / pb_c_base) + pb_c_init
+    pb_c *= math.sqrt(parent.visit_count) / (child.visit_count + 1)
+
+    prior_score = pb_c * child.prior
+
+    if child.visit_count > 0:
+        value_score = min_max_stats.normalize(child.reward + discount * child.value())
+    else:
+        value_score = 0
+
+    return prior_score + value_score
+
+
+def _backpropagate_normalized(search_path, value, discount, min_max_stats):
+    for node in reversed(search_path):
+        node.value_sum += value
+        node.visit_count += 1
+        min_max_stats.update(node.reward + discount * node.value())
+
+        value = node.reward + discount * value
+
+
+_SOURCES = {
+    "pseudocode": (_ucb_score_pseudocode, _backpropagate_pseudocode),
+    "normalized": (_ucb_score_normalized, _backpropagate_normalized),
+}
+
+
+def _select_child(node, min_max_stats, ucb_score, discount, pb_c_base, pb_c_init):
+    if node.visit_count == 0:  # all scores 0: the highest prior, lowest index among equals
+        action = max(node.children, key=lambda a: (node.children[a].prior, -a))
+    else:
+        scores = [
+            ucb_score(node, child, min_max_stats, discount, pb_c_base, pb_c_init)
+            for child in node.children.values()
+        ]
+        action = scores.index(max(scores))  # ties: lowest index
+    return action, node.children[action]
+
+
+def _expand_node(node: _Node, hidden_state, reward: float, policy_logits) -> None:
+    node.hidden_state = hidden_state
+    node.reward = reward
+    top = max(policy_logits)  # max-shifted, as the module's softmax
+    policy = {a: math.exp(logit - top) for a, logit in enumerate(policy_logits)}
+    policy_sum = sum(policy.values())
+    for action, p in policy.items():
+        node.children[action] = _Node(p / policy_sum)
+
+
+def _reference(
+    hidden, logits, fn, *, num_simulations, discount, q_form, noise=None, fraction=0.25,
+    pb_c_base=19652.0, pb_c_init=1.25,
+):  # fmt: skip
+    """``run_mcts`` for one root; returns (visit counts [A], root value, q [A], leaf steps)."""
+    ucb_score, backpropagate = _SOURCES[q_form]
     root = _Node(0)
-    _expand(root, hidden, 0.0, list(logits))
-    if noise is not None:
+    _expand_node(root, hidden, 0.0, list(logits))
+    if noise is not None:  # add_exploration_noise, with the caller's draw
         for a, n in zip(root.children, noise, strict=True):
             root.children[a].prior = root.children[a].prior * (1 - fraction) + n * fraction
-    stats = _MinMax()
+    min_max_stats = _MinMaxStats()
+    steps = []
     for _ in range(num_simulations):
-        node, path, action = root, [root], 0
+        node = root
+        search_path = [node]
         while node.expanded():
-            if node.visit_count == 0:
-                action = max(node.children, key=lambda a: (node.children[a].prior, -a))
-            else:
-                scores = [_ucb(node, c, stats, discount) for c in node.children.values()]
-                action = scores.index(max(scores))
-            node = node.children[action]
-            path.append(node)
-        parent = path[-2]
-        nh, r, v, lg = fn(parent.hidden[None], np.array([action], np.int32))
-        _expand(node, nh[0], float(r[0]), list(lg[0]))
-        value = float(v[0])
-        for n in reversed(path):
-            n.value_sum += value
-            n.visit_count += 1
-            stats.update(n.reward + discount * n.value())
-            value = n.reward + discount * value
-    visits = [c.visit_count for c in root.children.values()]
-    q = [c.reward + discount * c.value() if c.visit_count else 0.0 for c in root.children.values()]
-    return np.array(visits), root.value(), np.array(q)
+            action, node = _select_child(
+                node, min_max_stats, ucb_score, discount, pb_c_base, pb_c_init
+            )
+            search_path.append(node)
+        parent = search_path[-2]
+        step = len(search_path) - 1  # the parent's depth + 1
+        steps.append(step)
+        nh, r, v, lg = fn(parent.hidden_state[None], np.array([action], np.int32), np.array([step]))
+        _expand_node(node, nh[0], float(r[0]), list(lg[0]))
+        backpropagate(search_path, float(v[0]), discount, min_max_stats)
+    children = root.children.values()
+    visits = [c.visit_count for c in children]
+    q = [c.reward + discount * c.value() if c.visit_count else 0.0 for c in children]
+    return np.array(visits), root.value(), np.array(q), steps
 
 
 # ---------------------------------------------------------------------------------------------
 # Searches on hand-built models.
 
 
-def test_two_armed_model_first_four_simulations_by_hand():
+@pytest.mark.parametrize("q_form", ["normalized", "pseudocode"])
+def test_two_armed_model_first_four_simulations_by_hand(q_form):
     # gamma = 1, priors 0.5 / 0.5 everywhere, reward 1 for action 1, 0 for action 0, value 0.
     # pb(N) = log((N + 19653) / 19652) + 1.25: pb(1) = 1.2501018, pb(2) = 1.2501526,
     # pb(3) = 1.2502035.
@@ -159,6 +193,11 @@ def test_two_armed_model_first_four_simulations_by_hand():
     #   Q = 0 -> norm 0, 1.7680 * 0.5 / 2 = 0.4420; child (1, 1) unvisited: 1.7680 * 0.5 = 0.8840
     #   -> action 1. Leaf (1, 1): r 1, v 0 -> returns 1 to (1), 1 + 1 = 2 to the root.
     #   (1): sum 1, N 3, Q = 1 + 1/3. Root: sum 2 + 2 = 4, N 4, value 1.0.
+    # q form "pseudocode" (value score r + normalize(v), MinMax fed v): the same choices. Sim 2:
+    #   child 0 visited, r 0, v 0: 0.3125 + 0 + 0; child 1 unvisited 0.6251 -> 1; MinMax [0, 0.5]
+    #   (the root's value 1/2). Sim 3: child 1 (r 1, v 0): 0.4420 + 1 + norm(0) = 1.4420 beats
+    #   0.4420 -> 1, then action 0 below it (tie); MinMax [0, 2/3]. Sim 4: child 1: 0.3609 + 1 +
+    #   0 beats 0.5414 -> 1; below it (1, 1) unvisited 0.8840 beats (1, 0) 0.4420 -> 1.
     out = run_search(
         np.zeros((1, 1), np.float32),
         np.zeros(1),
@@ -168,6 +207,7 @@ def test_two_armed_model_first_four_simulations_by_hand():
         discount=1.0,
         rng=np.random.default_rng(0),
         dirichlet_fraction=0.0,
+        q_form=q_form,
     )
     assert isinstance(out, SearchOutput)
     np.testing.assert_array_equal(out.visit_counts, [[1, 3]])
@@ -175,7 +215,8 @@ def test_two_armed_model_first_four_simulations_by_hand():
     np.testing.assert_allclose(out.q_values, [[0.0, 1.0 + 1.0 / 3.0]])
 
 
-def test_two_armed_model_prefers_the_paying_action():
+@pytest.mark.parametrize("q_form", ["pseudocode", "normalized"])
+def test_two_armed_model_prefers_the_paying_action(q_form):
     out = run_search(
         np.zeros((1, 1), np.float32),
         np.zeros(1),
@@ -185,10 +226,13 @@ def test_two_armed_model_prefers_the_paying_action():
         discount=0.9,
         rng=np.random.default_rng(0),
         dirichlet_fraction=0.0,
+        q_form=q_form,
     )
     assert out.visit_counts.sum() == 50
     assert out.visit_counts[0, 1] > 40  # every step of action 1 pays, action 0 never does
-    expected = _reference(np.zeros(1), [0.0, 0.0], _two_armed, num_simulations=50, discount=0.9)
+    expected = _reference(
+        np.zeros(1), [0.0, 0.0], _two_armed, num_simulations=50, discount=0.9, q_form=q_form
+    )
     np.testing.assert_array_equal(out.visit_counts[0], expected[0])
     assert out.root_value[0] == pytest.approx(expected[1], rel=1e-12)
 
@@ -212,8 +256,9 @@ def test_chain_discounts_rewards_and_leaf_values_by_hand():
     assert out.q_values[0, 0] == pytest.approx(1 + 0.5 * 9.5 / 3)
 
 
+@pytest.mark.parametrize("q_form", ["pseudocode", "normalized"])
 @pytest.mark.parametrize("sims", [1, 7, 40])
-def test_chain_root_value_closed_form(sims):
+def test_chain_root_value_closed_form(sims, q_form):
     # Simulation s returns sum_{j<s} 0.5^j + 0.5^s * 4 = 2 + 2 * 0.5^s; the mean over s = 1..n is
     # 2 + (2 / n) * (1 - 0.5^n). Depth reaches n: the backup handles long paths.
     out = run_search(
@@ -224,12 +269,13 @@ def test_chain_root_value_closed_form(sims):
         num_simulations=sims,
         discount=0.5,
         rng=np.random.default_rng(0),
+        q_form=q_form,
     )
     np.testing.assert_allclose(out.root_value, 2 + (2 / sims) * (1 - 0.5**sims), rtol=1e-12)
 
 
 def test_non_finite_model_outputs_do_not_crash():
-    def broken(hidden, action):
+    def broken(hidden, action, step):
         batch = hidden.shape[0]
         return hidden, np.full(batch, np.nan), np.full(batch, np.inf), np.full((batch, 2), np.nan)
 
@@ -248,10 +294,17 @@ def test_root_network_value_is_not_backed_up():
     assert a.root_value[0] == b.root_value[0] == pytest.approx(7.75 / 3)
 
 
+@pytest.mark.parametrize("q_form", ["pseudocode", "normalized"])
 @pytest.mark.parametrize("seed", range(4))
-def test_matches_the_pseudocode_transcription(seed):
+def test_matches_the_transcription_of_its_source(seed, q_form):
     num_actions, width, batch, sims, discount = 3 + seed % 2, 4, 6, 24, 0.95
     fn = _random_model(num_actions, width, seed)
+    steps = []
+
+    def recording(hidden, action, step):
+        steps.append(step.copy())
+        return fn(hidden, action, step)
+
     rng = np.random.default_rng(100 + seed)
     hidden = rng.normal(size=(batch, width))
     logits = rng.normal(size=(batch, num_actions))
@@ -260,18 +313,51 @@ def test_matches_the_pseudocode_transcription(seed):
         hidden,
         np.zeros(batch),
         logits,
-        fn,
+        recording,
         num_simulations=sims,
         discount=discount,
         rng=np.random.default_rng(seed),
+        q_form=q_form,
     )
     for b in range(batch):
-        visits, value, q = _reference(
-            hidden[b], logits[b], fn, num_simulations=sims, discount=discount, noise=noise[b]
+        visits, value, q, path_steps = _reference(
+            hidden[b],
+            logits[b],
+            fn,
+            num_simulations=sims,
+            discount=discount,
+            q_form=q_form,
+            noise=noise[b],
         )
         np.testing.assert_array_equal(out.visit_counts[b], visits)
         assert out.root_value[b] == pytest.approx(value, rel=1e-9)
         np.testing.assert_allclose(out.q_values[b], q, rtol=1e-9, atol=1e-12)
+        np.testing.assert_array_equal(np.stack(steps)[:, b], path_steps)
+    assert np.stack(steps).max() > 2  # the trees are deeper than the root's children
+
+
+def test_the_two_q_forms_differ_on_random_models():
+    """The forms pick different root visit counts for most random trees at 25 simulations.
+
+    Measured here: 227 of 240 trees (95%); the issue measured about 3 in 4 on its models.
+    """
+    differ = total = 0
+    for seed in range(40):
+        num_actions = 3 + seed % 3
+        fn = _random_model(num_actions, 4, 1000 + seed)
+        rng = np.random.default_rng(seed)
+        hidden = rng.normal(size=(6, 4))
+        logits = rng.normal(size=(6, num_actions))
+        visits = [
+            run_search(
+                hidden, np.zeros(6), logits, fn, num_simulations=25, discount=0.997,
+                rng=np.random.default_rng(seed), q_form=form,
+            ).visit_counts
+            for form in ("pseudocode", "normalized")
+        ]  # fmt: skip
+        differ += int((visits[0] != visits[1]).any(axis=1).sum())
+        total += len(hidden)
+    assert total == 240 and differ / total >= 0.75, (differ, total)
 
 
 def test_batched_search_equals_independent_searches_exactly():
@@ -322,9 +408,9 @@ def test_recurrent_fn_is_called_once_per_simulation_with_all_trees():
     calls = []
     fn = _random_model(2, 3, 0)
 
-    def counting(hidden, action):
-        calls.append((hidden.shape, action.shape, action.dtype))
-        return fn(hidden, action)
+    def counting(hidden, action, step):
+        calls.append((hidden.shape, action.shape, action.dtype, step.shape, step.dtype))
+        return fn(hidden, action, step)
 
     run_search(
         np.zeros((9, 3), np.float32),
@@ -335,7 +421,8 @@ def test_recurrent_fn_is_called_once_per_simulation_with_all_trees():
         discount=1.0,
         rng=np.random.default_rng(0),
     )
-    assert calls == [((9, 3), (9,), np.dtype(np.int32))] * 11
+    int32 = np.dtype(np.int32)
+    assert calls == [((9, 3), (9,), int32, (9,), int32)] * 11
 
 
 # ---------------------------------------------------------------------------------------------
@@ -344,31 +431,31 @@ def test_recurrent_fn_is_called_once_per_simulation_with_all_trees():
 
 def test_puct_scores_by_hand():
     # Parent N = 4: pb = log(19657 / 19652) + 1.25 = 1.2502544, times sqrt(4) = 2.5005088.
-    # Child 0 unvisited, prior 0.3: 2.5005088 * 0.3 / 1 = 0.7501526, value score 0.
-    # Child 1: N 3, prior 0.7, Q 0.6 in [0.2, 1.0]: 2.5005088 * 0.7 / 4 + 0.4 / 0.8 = 0.9375890.
-    scores = puct_scores(
+    # Child 0 unvisited, prior 0.3: 2.5005088 * 0.3 / 1 = 0.7501526, value score 0 (its reward and
+    # value are ignored). Child 1: N 3, prior 0.7: prior score 2.5005088 * 0.7 / 4 = 0.4375890;
+    # reward 0.5, value 0.2, discount 0.9, MinMax [0.2, 1.0]:
+    #   pseudocode: 0.5 + 0.9 * (0.2 - 0.2) / 0.8 = 0.5            -> 0.9375890
+    #   normalized: (0.5 + 0.9 * 0.2 - 0.2) / 0.8 = 0.48 / 0.8 = 0.6 -> 1.0375890
+    args = (
         np.array([4]),
         np.array([[0, 3]]),
-        np.array([[123.0, 0.6]]),
+        np.array([[123.0, 0.5]]),
+        np.array([[456.0, 0.2]]),
         np.array([[0.3, 0.7]]),
-        np.array([0.2]),
-        np.array([1.0]),
     )
-    np.testing.assert_allclose(scores, [[0.7501526, 0.9375890]], rtol=1e-6)
-    # max == min: Q is not normalised (pseudocode), so the raw 0.6 is added.
-    same = puct_scores(
-        np.array([4]),
-        np.array([[0, 3]]),
-        np.array([[0.0, 0.6]]),
-        np.array([[0.3, 0.7]]),
-        np.array([0.6]),
-        np.array([0.6]),
-    )
-    np.testing.assert_allclose(same, [[0.7501526, 0.4375890 + 0.6]], rtol=1e-6)
+    bounds = (np.array([0.2]), np.array([1.0]))
+    pseudo = puct_scores(*args, *bounds, discount=0.9)  # the default form
+    np.testing.assert_allclose(pseudo, [[0.7501526, 0.9375890]], rtol=1e-6)
+    normalized = puct_scores(*args, *bounds, discount=0.9, q_form="normalized")
+    np.testing.assert_allclose(normalized, [[0.7501526, 1.0375890]], rtol=1e-6)
+    # max == min: nothing is normalised, and both forms add the raw 0.5 + 0.9 * 0.2 = 0.68.
+    for form in ("pseudocode", "normalized"):
+        same = puct_scores(*args, np.array([0.6]), np.array([0.6]), discount=0.9, q_form=form)
+        np.testing.assert_allclose(same, [[0.7501526, 0.4375890 + 0.68]], rtol=1e-6)
     # Parent with 0 visits: only value scores remain.
     zero = puct_scores(
-        np.array([0]), np.array([[0, 0]]), np.zeros((1, 2)), np.array([[0.3, 0.7]]),
-        np.array([np.inf]), np.array([-np.inf]),
+        np.array([0]), np.array([[0, 0]]), np.zeros((1, 2)), np.zeros((1, 2)),
+        np.array([[0.3, 0.7]]), np.array([np.inf]), np.array([-np.inf]), discount=1.0,
     )  # fmt: skip
     np.testing.assert_array_equal(zero, [[0.0, 0.0]])
 
@@ -468,6 +555,7 @@ _GOOD = dict(num_simulations=2, discount=0.9, rng=np.random.default_rng(0))
         (dict(pb_c_base=0.0), "pb_c_base"),
         (dict(pb_c_init=float("nan")), "pb_c_init"),
         (dict(rng=np.random.RandomState(0)), "rng"),
+        (dict(q_form="minmax"), "unknown q_form 'minmax'; choose one of: normalized, pseudocode"),
     ],
 )
 def test_bad_hyper_parameters_raise_config_error(override, needle):
@@ -494,8 +582,8 @@ def test_shape_mismatches_raise_config_error(hidden, value, logits, needle):
 
 
 def test_bad_recurrent_output_shape_raises_config_error():
-    def wrong(hidden, action):
-        nh, r, v, lg = _two_armed(hidden, action)
+    def wrong(hidden, action, step):
+        nh, r, v, lg = _two_armed(hidden, action, step)
         return nh, r, v, np.zeros((hidden.shape[0], 3))  # 3 actions, the root had 2
 
     with pytest.raises(ConfigError, match=r"prior_logits has shape \(2, 3\)"):

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from experiments.errors import ConfigError
+from experiments.muzero._checks import check_temperature
 
 __all__ = ["select_action", "visit_softmax_temperature"]
 
@@ -76,10 +77,7 @@ def select_action(
     Raises:
       ConfigError: a bad temperature, a non-2-D or negative ``visit_counts``, or a row summing to 0.
     """
-    if not (isinstance(temperature, int | float) and math.isfinite(temperature)) or (
-        temperature < 0
-    ):
-        raise ConfigError(f"temperature must be a finite number >= 0, got {temperature!r}")
+    temperature = check_temperature(temperature)
     if not isinstance(rng, np.random.Generator):
         raise ConfigError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
     counts = np.asarray(visit_counts, dtype=np.float64)

@@ -3,16 +3,19 @@
 B trees, each of ``N = num_simulations + 1`` nodes, live in flat arrays: node ``n`` of tree ``b``
 is row ``b * N + n`` (node 0 the root, node ``s + 1`` the leaf added by simulation ``s``). Rows
 ``B * N + b`` are tree ``b``'s "no child yet" node (0 visits, Q pinned to the tree's min-max
-offset so its normalised value score is exactly 0), and the last row is a scratch node that
+offset and reward 0, so its value score is exactly 0), and the last row is a scratch node that
 absorbs the writes of paths shorter than the longest one (its value sum is NaN, so it never
 enters MinMaxStats). Per node we keep what selection reads, already in the form it needs:
 ``explore_prior = (log((N + c2 + 1) / c2) + c1) * sqrt(N) * prior``, ``inv_visits = 1 / (N + 1)``
-and ``q = reward + discount * value_sum / N``; they are refreshed in the backup, once per
-simulation, so a selection step costs about ten NumPy calls whatever B is. (The pUCT score is thus
-computed in a different but equivalent order from the pseudocode's: equal up to float rounding.)
+and ``q``, the quantity MinMaxStats sees: ``reward + discount * value_sum / N`` (q form
+``normalized``) or ``value_sum / N`` (q form ``pseudocode``); they are refreshed in the backup, once
+per simulation, so a selection step costs about ten NumPy calls whatever B is. (The pUCT score is
+thus computed in a different but equivalent order from the pseudocode's: equal up to float
+rounding.)
 
 Per simulation: selection (a Python loop over depth; a tree that has found its leaf steps into
-its null node and stays there), one ``recurrent_fn`` call, expansion, then the backup of the whole
+its null node and stays there), one ``recurrent_fn`` call (``step`` = the leaf's depth, i.e. the
+parent's depth + 1), expansion, then the backup of the whole
 path matrix ``[depth + 1, B]`` at once (returns by the pseudocode's recursion, one row at a time,
 so each tree's numbers are bit-for-bit those of a search run on that tree alone).
 """
@@ -26,11 +29,14 @@ import numpy as np
 from experiments.errors import ConfigError
 
 RecurrentFn = Callable[
-    [np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+    [np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 ]
-"""``(hidden [B, H] float32, action [B] int32) -> (next_hidden [B, H], reward [B], value [B],
-prior_logits [B, A])``; reward and value are scalars (the caller converts from its categorical
-supports). Re-exported by :mod:`experiments.muzero.search`."""
+"""``(hidden [B, H] float32, action [B] int32, step [B] int32) -> (next_hidden [B, H], reward [B],
+value [B], prior_logits [B, A])``; ``step`` is the 1-based index of the dynamics call along the
+path (the parent's depth + 1: root children have step 1), what a placement needs to put a
+variant's forward transform where training put it. Reward and value are scalars (the caller
+converts from its categorical supports). Re-exported by :mod:`experiments.muzero.search`."""
+
 
 _OUTPUT_NAMES = ("next_hidden", "reward", "value", "prior_logits")
 
@@ -72,6 +78,7 @@ def search_trees(
     discount: float,
     pb_c_base: float,
     pb_c_init: float,
+    q_form: str,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Runs the simulations on validated inputs.
 
@@ -83,6 +90,7 @@ def search_trees(
       discount: in [0, 1].
       pb_c_base: c2, > 0.
       pb_c_init: c1, >= 0.
+      q_form: one of :data:`Q_FORMS`.
 
     Returns:
       visit_counts [B, A] int64, root_value [B] float64, q_values [B, A] float64 (0 unvisited).
@@ -90,6 +98,7 @@ def search_trees(
     Raises:
       ConfigError: ``recurrent_fn`` returned arrays of the wrong shapes.
     """
+    pseudocode = q_form == "pseudocode"
     batch, width = root_hidden.shape
     num_actions = root_prior.shape[1]
     n_nodes = num_simulations + 1
@@ -107,8 +116,8 @@ def search_trees(
     explore_prior = np.zeros((total, num_actions))  # [T, A] exploration_weight(N) * prior
     visits = np.zeros(total, dtype=np.intp)  # [T]
     value_sum = np.zeros(total)  # [T]
-    reward = np.zeros(total)  # [T] reward of the transition into the node (root: 0)
-    q_node = np.zeros(total)  # [T] reward + discount * value_sum / visits; nulls: min-max lo
+    reward = np.zeros(total)  # [T] reward of the transition into the node (root, nulls: 0)
+    q_node = np.zeros(total)  # [T] what MinMaxStats sees (see q_form); nulls: min-max lo
     inv_visits = np.ones(total)  # [T] 1 / (visits + 1)
     hidden = np.empty((n_real, width), dtype=root_hidden.dtype)  # [B*N, H]
     value_sum[scratch] = np.nan
@@ -139,6 +148,9 @@ def search_trees(
                 value_score = q_node[child]  # a fresh [B, A] array: update it in place
                 value_score -= lo2
                 value_score /= rg2
+                if pseudocode:  # reward + discount * normalize(value); 0 for nulls
+                    value_score *= discount
+                    value_score += reward[child]
                 score += value_score
                 action = score.argmax(axis=1)  # ties: lowest index
                 node = child[rows, action]
@@ -152,8 +164,9 @@ def search_trees(
         parent = path_ids[leaf_depth - 1, rows]
         action = np.stack(actions)[leaf_depth - 1, rows] if len(actions) > 1 else actions[0]
 
+        step = leaf_depth.astype(np.int32)  # the parent's depth + 1
         outputs = tuple(
-            np.asarray(x) for x in recurrent_fn(hidden[parent], action.astype(np.int32))
+            np.asarray(x) for x in recurrent_fn(hidden[parent], action.astype(np.int32), step)
         )
         for name, arr, shape in zip(_OUTPUT_NAMES, outputs, shapes, strict=True):
             if arr.shape != shape:
@@ -188,7 +201,8 @@ def search_trees(
         value_sum[path_ids] = new_sum
         new_visits = visits[path_ids] + 1
         visits[path_ids] = new_visits
-        q = path_reward + discount * (new_sum / new_visits)  # scratch: NaN
+        value = new_sum / new_visits  # node.value(); scratch: NaN
+        q = value if pseudocode else path_reward + discount * value
         q_node[path_ids] = q
         flat_ids = path_ids.ravel()
         explore_prior[flat_ids] = explore_table[new_visits.ravel()] * prior.take(flat_ids, axis=0)
@@ -201,5 +215,6 @@ def search_trees(
 
     root_children = children[roots]  # [B, A]
     child_visits = visits[root_children]
-    q_values = np.where(child_visits > 0, q_node[root_children], 0.0)
+    child_value = value_sum[root_children] / np.maximum(child_visits, 1)
+    q_values = np.where(child_visits > 0, reward[root_children] + discount * child_value, 0.0)
     return child_visits.astype(np.int64), value_sum[roots] / visits[roots], q_values

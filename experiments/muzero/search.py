@@ -7,24 +7,51 @@ run for B independent roots at once, the layout taken from google-deepmind/mctx:
 quantity of every tree is one array, node ``n`` of tree ``b`` is row ``b * N + n`` with
 ``N = num_simulations + 1`` (node 0 is the root, node ``s + 1`` the leaf added by simulation
 ``s``). Per simulation: selection descends all B trees at once (a Python loop over depth, never
-over B), then ONE call ``recurrent_fn(hidden [B, H], action [B])`` for all B leaves, then
-vectorised expansion and backup.
+over B), then ONE call ``recurrent_fn(hidden [B, H], action [B], step [B])`` for all B leaves,
+then vectorised expansion and backup. :mod:`experiments.muzero.search_tf` runs the same search as
+one compiled TensorFlow graph; this NumPy search is the reference it is tested against.
 
-Choices where the pseudocode leaves room (or where we deviate), all deliberate:
+Two value scores (keyword ``q_form``), each exactly as its source writes it:
 
-* Unvisited child: value score 0 (pseudocode ``ucb_score``), i.e. the bottom of the normalised
-  [0, 1] range once the tree has a spread of values. Its prior score uses ``N_child = 0``.
-* ``MinMaxStats``: tree-wide, no known bounds, updated with ``reward + discount * value()`` of every
-  node on the backed-up path (the root included, whose reward is 0); ``normalize`` returns the
-  value unchanged until ``max > min`` (pseudocode).
+* ``"pseudocode"`` (default): the pseudocode published with the paper (arXiv:1911.08265, ancillary
+  ``pseudocode.py`` as revised in 2020), ``ucb_score``::
+
+      if child.visit_count > 0:
+        value_score = child.reward + config.discount * min_max_stats.normalize(
+            child.value())
+      else:
+        value_score = 0
+
+  and ``backpropagate`` (``for node in reversed(search_path)``) feeds ``min_max_stats.update(
+  node.value())``. (The first arXiv version, 2019, had ``value_score =
+  min_max_stats.normalize(child.value())`` and walked the path root first; we follow the revision.)
+* ``"normalized"``: werner-duvaud/muzero-general ``self_play.py`` (``MCTS.ucb_score`` /
+  ``MCTS.backpropagate``, one player), also EfficientZero: ``value_score =
+  min_max_stats.normalize(child.reward + discount * child.value())`` for visited children, 0 for
+  unvisited, and ``min_max_stats.update(node.reward + discount * node.value())`` in the backup.
+
+The backup of values and visits is the same in both; so are ``SearchOutput.q_values``
+(``reward + discount * child.value()``, unnormalised) and ``root_value``. The forms are not
+interchangeable: at 25 simulations on the random models of ``tests/test_search.py`` they give
+different root visit counts for 227 of 240 trees.
+
+Choices where the sources leave room (or where we deviate), all deliberate:
+
+* Unvisited child: value score 0 (both sources). In the ``normalized`` form that is the bottom of
+  the normalised [0, 1] range once the tree has a spread of values. Its prior score uses
+  ``N_child = 0``.
+* ``MinMaxStats``: tree-wide, no known bounds, updated with the q form's quantity for every node
+  on the backed-up path (the root included, whose reward is 0); ``normalize`` returns the value
+  unchanged until ``max > min`` (both sources).
 * The root's own network value is NOT backed up (pseudocode ``expand_node`` / ``run_mcts``): the
   root starts with 0 visits, so after ``num_simulations`` simulations it has exactly that many, and
   ``SearchOutput.root_value`` is the mean of the backed-up returns only. ``root_value`` is accepted
   (and shape-checked) so callers hold one calling convention, but it does not enter the search.
 * Ties in the pUCT score go to the lowest action index (``np.argmax``); the pseudocode's ``max``
-  over ``(score, action, child)`` tuples takes the highest. At the first simulation the root has
-  0 visits, every prior score is ``sqrt(0) * ... = 0`` and all children tie: we then expand the
-  child with the highest prior (lowest index among equal priors), not one fixed by its index.
+  over ``(score, action, child)`` tuples takes the highest, muzero-general a random one. At the
+  first simulation the root has 0 visits, every prior score is ``sqrt(0) * ... = 0`` and all
+  children tie: we then expand the child with the highest prior (lowest index among equal
+  priors), not one fixed by its index.
 * Dirichlet noise: ``rng.dirichlet([alpha] * A, size=B)``, row ``b`` for tree ``b``, drawn once
   before the first simulation and only when ``dirichlet_fraction > 0`` (so evaluation consumes no
   randomness). NumPy draws the rows in order, so B trees searched one at a time with one shared
@@ -39,13 +66,12 @@ Choices where the pseudocode leaves room (or where we deviate), all deliberate:
 from __future__ import annotations
 
 import dataclasses
-import math
-import numbers
 
 import numpy as np
 
 from experiments.errors import ConfigError
 from experiments.muzero._acting import select_action, visit_softmax_temperature
+from experiments.muzero._checks import check_count, check_positive, check_q_form, check_unit
 from experiments.muzero._tree import (
     RecurrentFn,
     exploration_weight,
@@ -53,8 +79,10 @@ from experiments.muzero._tree import (
     search_trees,
     softmax,
 )
+from experiments.muzero.config import Q_FORMS
 
 __all__ = [
+    "Q_FORMS",
     "RecurrentFn",
     "SearchOutput",
     "min_max_normalize",
@@ -73,6 +101,7 @@ class SearchOutput:
     visit_counts: np.ndarray  # [B, A] int64, visits of the root's children
     root_value: np.ndarray  # [B] float64, the root's mean backed-up value (node.value())
     q_values: np.ndarray  # [B, A] float64, reward + discount * child.value(); 0 if unvisited
+    # (unnormalised, whichever q form searched)
 
 
 def min_max_normalize(q: np.ndarray, q_min: np.ndarray, q_max: np.ndarray) -> np.ndarray:
@@ -93,37 +122,54 @@ def min_max_normalize(q: np.ndarray, q_min: np.ndarray, q_max: np.ndarray) -> np
 def puct_scores(
     parent_visits: np.ndarray,
     child_visits: np.ndarray,
-    child_q: np.ndarray,
+    child_reward: np.ndarray,
+    child_value: np.ndarray,
     prior: np.ndarray,
     q_min: np.ndarray,
     q_max: np.ndarray,
     *,
+    discount: float,
+    q_form: str = "pseudocode",
     pb_c_base: float = 19652.0,
     pb_c_init: float = 1.25,
 ) -> np.ndarray:
-    """The pseudocode's ``ucb_score`` for every child of B nodes.
+    """The ``ucb_score`` of every child of B nodes, in either q form.
 
-    ``score = normalize(Q) [0 if N_child == 0] + prior * sqrt(N_parent) / (N_child + 1)
-    * (log((N_parent + pb_c_base + 1) / pb_c_base) + pb_c_init)``.
+    ``score = prior * sqrt(N_parent) / (N_child + 1) * (log((N_parent + pb_c_base + 1) /
+    pb_c_base) + pb_c_init) + value_score``, ``value_score`` 0 where ``N_child == 0``, else
+    ``reward + discount * normalize(value)`` (``pseudocode``) or ``normalize(reward + discount *
+    value)`` (``normalized``); see the module docstring.
 
     Args:
       parent_visits: [B] visit count of each node.
       child_visits: [B, A] visit counts of its children.
-      child_q: [B, A] ``reward + discount * value()`` of each child (ignored where unvisited).
+      child_reward: [B, A] reward of the transition into each child.
+      child_value: [B, A] ``child.value()``, the mean backed-up value (ignored where unvisited).
       prior: [B, A] the children's priors.
-      q_min: [B] tree-wide minimum Q (MinMaxStats).
-      q_max: [B] tree-wide maximum Q.
+      q_min: [B] tree-wide minimum of what MinMaxStats saw.
+      q_max: [B] tree-wide maximum.
+      discount: gamma.
+      q_form: one of :data:`Q_FORMS`.
       pb_c_base: c2 of the paper.
       pb_c_init: c1 of the paper.
 
     Returns:
       [B, A] float64 scores; the search picks the argmax.
+
+    Raises:
+      ConfigError: an unknown ``q_form``.
     """
+    check_q_form(q_form)
     child_visits = np.asarray(child_visits, np.float64)
     explore = exploration_weight(parent_visits, float(pb_c_base), float(pb_c_init))  # [B]
     prior_score = (explore[:, None] * np.asarray(prior, np.float64)) / (child_visits + 1.0)
-    value_score = np.where(child_visits > 0, min_max_normalize(child_q, q_min, q_max), 0.0)
-    return prior_score + value_score
+    reward = np.asarray(child_reward, np.float64)
+    value = np.asarray(child_value, np.float64)
+    if q_form == "pseudocode":
+        value_score = reward + discount * min_max_normalize(value, q_min, q_max)
+    else:
+        value_score = min_max_normalize(reward + discount * value, q_min, q_max)
+    return prior_score + np.where(child_visits > 0, value_score, 0.0)
 
 
 def root_priors(
@@ -147,34 +193,13 @@ def root_priors(
     Returns:
       [B, A] float64 priors, each row summing to 1.
     """
-    fraction = _check_unit("dirichlet_fraction", dirichlet_fraction)
-    alpha = _check_positive("dirichlet_alpha", dirichlet_alpha)
+    fraction = check_unit("dirichlet_fraction", dirichlet_fraction)
+    alpha = check_positive("dirichlet_alpha", dirichlet_alpha)
     prior = softmax(np.asarray(root_logits))
     if fraction > 0.0:
         noise = rng.dirichlet(np.full(prior.shape[1], alpha), size=prior.shape[0])  # [B, A]
         prior = prior * (1.0 - fraction) + noise * fraction
     return prior
-
-
-def _real(name: str, value: object, bound: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
-        raise ConfigError(f"{name} must be a finite number {bound}, got {value!r}")
-    return float(value)
-
-
-def _check_unit(name: str, value: object) -> float:
-    number = _real(name, value, "in [0, 1]")
-    if not 0.0 <= number <= 1.0:
-        raise ConfigError(f"{name} must be a finite number in [0, 1], got {value!r}")
-    return number
-
-
-def _check_positive(name: str, value: object, *, allow_zero: bool = False) -> float:
-    bound = ">= 0" if allow_zero else "> 0"
-    number = _real(name, value, bound)
-    if number < 0 or (number == 0 and not allow_zero):
-        raise ConfigError(f"{name} must be a finite number {bound}, got {value!r}")
-    return number
 
 
 def _check_shape(name: str, array: np.ndarray, expected: tuple[int, ...], meaning: str) -> None:
@@ -189,10 +214,7 @@ def _validate(
     num_simulations: int,
     rng: np.random.Generator,
 ) -> None:
-    if isinstance(num_simulations, bool) or not isinstance(num_simulations, int | np.integer):
-        raise ConfigError(f"num_simulations must be an integer >= 1, got {num_simulations!r}")
-    if num_simulations < 1:
-        raise ConfigError(f"num_simulations must be an integer >= 1, got {num_simulations!r}")
+    check_count("num_simulations", num_simulations)
     if not isinstance(rng, np.random.Generator):
         raise ConfigError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
     if root_hidden.ndim != 2 or root_hidden.shape[0] < 1:
@@ -217,6 +239,7 @@ def run_search(
     dirichlet_fraction: float = 0.25,
     pb_c_base: float = 19652.0,
     pb_c_init: float = 1.25,
+    q_form: str = "pseudocode",
 ) -> SearchOutput:
     """Runs ``num_simulations`` MuZero simulations on B roots at once.
 
@@ -225,7 +248,7 @@ def run_search(
       root_value: [B] the network's value of each root; not backed up (see the module docstring).
       root_logits: [B, A] the network's policy logits at each root; priors = softmax.
       recurrent_fn: the batched ``recurrent_inference``; called once per simulation with all B
-        leaves' parents' hidden states and actions.
+        leaves' parents' hidden states, actions and steps (the parent's depth + 1).
       num_simulations: simulations per tree, >= 1.
       discount: in [0, 1]; rewards and values are discounted on the way up (one player).
       rng: the only source of randomness (the Dirichlet noise).
@@ -233,6 +256,8 @@ def run_search(
       dirichlet_fraction: weight of the noise in the root priors, in [0, 1]; 0 = no noise (eval).
       pb_c_base: c2 of the pUCT formula, > 0.
       pb_c_init: c1 of the pUCT formula, >= 0.
+      q_form: the value score, one of :data:`Q_FORMS`: ``"pseudocode"`` (the published
+        pseudocode) or ``"normalized"`` (muzero-general, EfficientZero); see the module docstring.
 
     Returns:
       The root children's visit counts and Q values and the root's mean value, per tree.
@@ -245,11 +270,12 @@ def run_search(
     root_value = np.asarray(root_value)
     root_logits = np.asarray(root_logits)
     _validate(root_hidden, root_value, root_logits, num_simulations, rng)
-    gamma = _check_unit("discount", discount)
-    fraction = _check_unit("dirichlet_fraction", dirichlet_fraction)
-    alpha = _check_positive("dirichlet_alpha", dirichlet_alpha)
-    base = _check_positive("pb_c_base", pb_c_base)
-    init = _check_positive("pb_c_init", pb_c_init, allow_zero=True)
+    gamma = check_unit("discount", discount)
+    fraction = check_unit("dirichlet_fraction", dirichlet_fraction)
+    alpha = check_positive("dirichlet_alpha", dirichlet_alpha)
+    base = check_positive("pb_c_base", pb_c_base)
+    init = check_positive("pb_c_init", pb_c_init, allow_zero=True)
+    form = check_q_form(q_form)
 
     root_prior = root_priors(
         root_logits, rng=rng, dirichlet_alpha=alpha, dirichlet_fraction=fraction
@@ -262,5 +288,6 @@ def run_search(
         discount=gamma,
         pb_c_base=base,
         pb_c_init=init,
+        q_form=form,
     )
     return SearchOutput(visit_counts=visit_counts, root_value=mean_value, q_values=q_values)

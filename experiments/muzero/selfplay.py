@@ -1,8 +1,19 @@
 """Acting: batched search over vectorised environments, self-play into replay, evaluation.
 
-Every move of all ``B`` environments is one batched ``initial_inference`` call and then one
-batched search, whose ``recurrent_fn`` is a compiled ``tf.function`` called once per simulation
-for all ``B`` trees.
+Every move of all ``B`` environments is, by default, ONE call of a compiled graph that runs the
+initial inference, the whole search and the action choice
+(:class:`~experiments.muzero.search_tf.CompiledSearch`); ``search="numpy"`` runs the reference
+NumPy search instead (:func:`~experiments.muzero.search.run_search`: one batched ``initial``
+call, then one compiled ``recurrent`` call per simulation for all ``B`` trees). Both draw the same
+numbers from the acting generator and give the same moves (``tests/test_selfplay.py``).
+
+Planning sees the model that was trained: a variant that changes forward values (``maxnorm``) is
+applied inside the search's recurrent inference exactly where the learner's unroll applies it,
+``h_in = placement.dynamics_input(h, variant.hidden, step)``, ``h_next, r = dynamics(h_in, a)``,
+``h_next = placement.dynamics_output(h_next, variant.hidden, step)``, heads on ``h_next``, with
+``step`` the 1-based index of the dynamics call along the search path. Gradient-only variants
+(``scale_gradient``, ``stop_gradient``) are the identity forward: they plan with the bare model
+(left out, not applied: ``x * 0.3 + x * 0.7`` is not always ``x`` in float32).
 """
 
 from __future__ import annotations
@@ -12,32 +23,115 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
+from experiments.errors import unknown_choice
+from experiments.gradients import Placement, Variant, get_placement
 from experiments.muzero.config import MuZeroConfig
 from experiments.muzero.networks import Networks
 from experiments.muzero.replay import ReplayBuffer
 from experiments.muzero.search import run_search, select_action, visit_softmax_temperature
+from experiments.muzero.search_tf import CompiledSearch
 from experiments.tasks import VectorEnv
 
-__all__ = ["Inference", "SelfPlay", "act", "evaluate"]
+__all__ = ["SEARCHES", "Inference", "SelfPlay", "act", "evaluate"]
+
+SEARCHES = ("compiled", "numpy")
+"""How :func:`act` searches: one compiled graph per move, or the NumPy reference search."""
 
 
 class Inference:
-    """The networks' two inference functions, compiled, on NumPy arrays in and out."""
+    """The networks' inference as the search sees it, the variant's forward transform in place.
 
-    def __init__(self, networks: Networks, *, jit_compile: bool = True) -> None:
-        self._initial = tf.function(networks.initial_inference, jit_compile=jit_compile)
-        self._recurrent = tf.function(networks.recurrent_inference, jit_compile=jit_compile)
+    ``initial_fn`` / ``recurrent_fn`` are TensorFlow functions (traced into the compiled search);
+    ``initial`` / ``recurrent`` are the same, compiled on their own, NumPy in and out (the NumPy
+    search's model).
+    """
+
+    def __init__(
+        self,
+        networks: Networks,
+        *,
+        variant: Variant | None = None,
+        placement: Placement | None = None,
+        jit_compile: bool = True,
+    ) -> None:
+        """Wraps ``networks``.
+
+        Args:
+          networks: the agent's networks.
+          variant: the run's variant; only a forward-changing one (``acts_on == "forward"``)
+            changes what the search computes. ``None``: the bare model.
+          placement: where the variant goes (default ``pseudocode``).
+          jit_compile: compile with XLA.
+        """
+        self.networks = networks
+        self.num_actions = networks.num_actions
+        forward = variant is not None and variant.acts_on == "forward"
+        self._transform = variant.hidden if forward else None
+        self._placement = placement if placement is not None else get_placement("pseudocode")
+        self._jit_compile = jit_compile
+        self._initial = tf.function(self.initial_fn, jit_compile=jit_compile)
+        self._recurrent = tf.function(self.recurrent_fn, jit_compile=jit_compile)
+        self._searches: dict[tuple, CompiledSearch] = {}
+
+    def initial_fn(self, observations: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        """``[B, O]`` -> hidden ``[B, H]``, scalar value ``[B]``, policy logits ``[B, A]``."""
+        return self.networks.initial_inference(observations)
+
+    def recurrent_fn(
+        self, hidden: tf.Tensor, action: tf.Tensor, step: tf.Tensor
+    ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
+        """``[B, H]``, ``[B]`` int, ``[B]`` int step -> next hidden, reward, value, logits."""
+        if self._transform is None:
+            return self.networks.recurrent_inference(hidden, action)
+        nets, placement, transform = self.networks, self._placement, self._transform
+        step = tf.cast(step, tf.int32)
+        h_in = placement.dynamics_input(tf.convert_to_tensor(hidden, tf.float32), transform, step)
+        one_hot = tf.one_hot(tf.cast(action, tf.int32), self.num_actions)
+        next_hidden, reward = nets.dynamics([h_in, one_hot])
+        next_hidden = placement.dynamics_output(next_hidden, transform, step)
+        policy, value = nets.prediction(next_hidden)
+        return (
+            next_hidden,
+            nets.reward_support.to_scalar(reward),
+            nets.value_support.to_scalar(value),
+            policy,
+        )
 
     def initial(self, observations: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``[B, O]`` -> hidden ``[B, H]``, value ``[B]``, policy logits ``[B, A]``."""
+        """:meth:`initial_fn` on NumPy arrays."""
         return tuple(t.numpy() for t in self._initial(np.asarray(observations, np.float32)))
 
     def recurrent(
-        self, hidden: np.ndarray, action: np.ndarray
+        self, hidden: np.ndarray, action: np.ndarray, step: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The search's ``recurrent_fn``: ``[B, H]``, ``[B]`` -> hidden, reward, value, logits."""
-        outputs = self._recurrent(np.asarray(hidden, np.float32), np.asarray(action, np.int32))
+        """:meth:`recurrent_fn` on NumPy arrays: the NumPy search's ``recurrent_fn``."""
+        outputs = self._recurrent(
+            np.asarray(hidden, np.float32), np.asarray(action, np.int32), np.asarray(step, np.int32)
+        )
         return tuple(t.numpy() for t in outputs)
+
+    def compiled_search(self, config: MuZeroConfig) -> CompiledSearch:
+        """The compiled move for ``config``'s search settings (built once, then reused)."""
+        key = (
+            config.num_simulations,
+            config.discount,
+            config.pb_c_base,
+            config.pb_c_init,
+            config.q_form,
+        )
+        if key not in self._searches:
+            self._searches[key] = CompiledSearch(
+                self.initial_fn,
+                self.recurrent_fn,
+                num_actions=self.num_actions,
+                num_simulations=config.num_simulations,
+                discount=config.discount,
+                pb_c_base=config.pb_c_base,
+                pb_c_init=config.pb_c_init,
+                q_form=config.q_form,
+                jit_compile=self._jit_compile,
+            )
+        return self._searches[key]
 
 
 def act(
@@ -48,30 +142,58 @@ def act(
     temperature: float,
     noise: bool,
     rng: np.random.Generator,
+    search: str = "compiled",
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Searches from ``observations [B, O]`` and picks actions.
 
+    Args:
+      inference: the model.
+      observations: [B, O].
+      config: the search settings (simulations, discount, pUCT constants, noise, q form).
+      temperature: visit-count temperature, >= 0 (0: the most visited action).
+      noise: mix Dirichlet noise into the root priors (self-play) or not (evaluation).
+      rng: the acting generator; both searches draw the same numbers from it.
+      search: one of :data:`SEARCHES`.
+
     Returns:
       ``(actions [B], root_values [B], policies [B, A])``, policies the normalised visit counts.
+
+    Raises:
+      ConfigError: an unknown ``search``, or a bad setting.
     """
-    hidden, value, logits = inference.initial(observations)
-    out = run_search(
-        hidden,
-        value,
-        logits,
-        inference.recurrent,
-        num_simulations=config.num_simulations,
-        discount=config.discount,
-        rng=rng,
-        dirichlet_alpha=config.dirichlet_alpha,
-        dirichlet_fraction=config.dirichlet_fraction if noise else 0.0,
-        pb_c_base=config.pb_c_base,
-        pb_c_init=config.pb_c_init,
-    )
-    actions = select_action(out.visit_counts, temperature=temperature, rng=rng)
-    counts = out.visit_counts.astype(np.float32)
+    fraction = config.dirichlet_fraction if noise else 0.0
+    if search == "compiled":
+        out = inference.compiled_search(config).act(
+            observations,
+            rng=rng,
+            temperature=temperature,
+            dirichlet_alpha=config.dirichlet_alpha,
+            dirichlet_fraction=fraction,
+        )
+        actions, visit_counts, root_value = out.actions, out.visit_counts, out.root_value
+    elif search == "numpy":
+        hidden, value, logits = inference.initial(observations)
+        result = run_search(
+            hidden,
+            value,
+            logits,
+            inference.recurrent,
+            num_simulations=config.num_simulations,
+            discount=config.discount,
+            rng=rng,
+            dirichlet_alpha=config.dirichlet_alpha,
+            dirichlet_fraction=fraction,
+            pb_c_base=config.pb_c_base,
+            pb_c_init=config.pb_c_init,
+            q_form=config.q_form,
+        )
+        actions = select_action(result.visit_counts, temperature=temperature, rng=rng)
+        visit_counts, root_value = result.visit_counts, result.root_value
+    else:
+        raise unknown_choice("search", search, SEARCHES)
+    counts = visit_counts.astype(np.float32)
     policies = counts / counts.sum(axis=1, keepdims=True)
-    return actions, out.root_value.astype(np.float32), policies
+    return actions, root_value.astype(np.float32), policies
 
 
 @dataclasses.dataclass
@@ -84,7 +206,10 @@ class _Episode:
 
 
 class SelfPlay:
-    """Plays all environments of ``env`` with search and stores each finished episode in replay."""
+    """Plays all environments of ``env`` with search and stores each finished episode in replay.
+
+    ``search`` is one of :data:`SEARCHES`; each step is one :func:`act` of all environments.
+    """
 
     def __init__(
         self,
@@ -94,12 +219,16 @@ class SelfPlay:
         *,
         config: MuZeroConfig,
         rng: np.random.Generator,
+        search: str = "compiled",
     ) -> None:
+        if search not in SEARCHES:
+            raise unknown_choice("search", search, SEARCHES)
         self.env = env
         self.inference = inference
         self.replay = replay
         self.config = config
         self.rng = rng
+        self.search = search
         self.env_steps = 0
         self._observations = env.reset()
         self._episodes = [_Episode() for _ in range(env.num_envs)]
@@ -116,6 +245,7 @@ class SelfPlay:
             temperature=temperature,
             noise=True,
             rng=self.rng,
+            search=self.search,
         )
         next_observations, rewards, dones = self.env.step(actions)
         self.env_steps += self.env.num_envs
@@ -141,7 +271,12 @@ class SelfPlay:
 
 
 def evaluate(
-    inference: Inference, env: VectorEnv, *, config: MuZeroConfig, rng: np.random.Generator
+    inference: Inference,
+    env: VectorEnv,
+    *,
+    config: MuZeroConfig,
+    rng: np.random.Generator,
+    search: str = "compiled",
 ) -> float:
     """Mean return of one episode per environment of ``env``, greedy search without noise."""
     observations = env.reset()
@@ -149,7 +284,13 @@ def evaluate(
     running = np.ones(env.num_envs, bool)
     while running.any():
         actions, _, _ = act(
-            inference, observations, config=config, temperature=0.0, noise=False, rng=rng
+            inference,
+            observations,
+            config=config,
+            temperature=0.0,
+            noise=False,
+            rng=rng,
+            search=search,
         )
         observations, rewards, dones = env.step(actions)
         totals += np.where(running, rewards, 0.0)

@@ -71,7 +71,11 @@ def train(
         observation_shape=env.observation_shape,
     )
     learner = Learner(networks, config=config, variant=variant, placement=placement)
-    inference = Inference(networks, jit_compile=config.jit_compile)
+    # The search plans with the model as trained: the variant's forward transform, if any, sits in
+    # its recurrent inference where the learner's unroll puts it.
+    inference = Inference(
+        networks, variant=variant, placement=placement, jit_compile=config.jit_compile
+    )
     replay = ReplayBuffer(
         capacity=config.replay_capacity,
         observation_size=env.observation_size,
