@@ -32,12 +32,20 @@ class Job:
         ConfigStore as ``muzero/schema``).
       preload: modules each job process finds imported already (its process server imports them
         once, so a job does not pay for importing TensorFlow).
+      check: checks across sections of a validated run config (e.g. that the value support
+        covers the task's returns), raising ConfigError; run before anything is launched.
     """
 
     name: str
     train: TrainFn
     muzero_schema: type
     preload: tuple[str, ...] = ()
+    check: Callable[[Any], None] | None = None
+
+    def validate(self, run: Any) -> None:
+        """Runs :attr:`check` on a validated :class:`~experiments.config.RunConfig`."""
+        if self.check is not None:
+            self.check(run)
 
 
 def _train_muzero(*args: Any, **kwargs: Any) -> Iterator[Mapping[str, float]]:
@@ -46,10 +54,17 @@ def _train_muzero(*args: Any, **kwargs: Any) -> Iterator[Mapping[str, float]]:
     return train(*args, **kwargs)
 
 
+def _check_muzero(run: Any) -> None:
+    from experiments.muzero.support_sizes import resolve_support_sizes
+
+    resolve_support_sizes(run.task, run.muzero.network, discount=run.muzero.discount)
+
+
 MUZERO = Job(
     name="muzero",
     train=_train_muzero,
     muzero_schema=MuZeroConfig,
     preload=("experiments._preload_tensorflow", "experiments.muzero.train", "wandb"),
+    check=_check_muzero,
 )
 """The MuZero job (``experiments.muzero.train.train``)."""

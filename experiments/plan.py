@@ -199,6 +199,7 @@ def plan(
                 f"use: gradlab sweep ablation={choices.get('ablation')}"
             )
         run = to_run_config(cfg)
+        job.validate(run)
         name = store.job_name(list(job_overrides))
         if name in seen:
             raise ConfigError(

@@ -65,6 +65,16 @@ def _first_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {err}".splitlines()[0][:500]
 
 
+def _planned_steps(cfg: RunConfig) -> int | None:
+    steps = getattr(cfg.muzero, "training_steps", None)
+    return steps if isinstance(steps, int) else None
+
+
+def _return_span(cfg: RunConfig) -> float | None:
+    bounds = cfg.task.return_range
+    return None if bounds is None else float(bounds[1] - bounds[0])
+
+
 def _stability(rows: list[dict], cfg: RunConfig, wall_time_s: float) -> dict:
     from experiments.metrics import stability_summary
 
@@ -75,6 +85,8 @@ def _stability(rows: list[dict], cfg: RunConfig, wall_time_s: float) -> dict:
                 threshold=_finite_or_none(cfg.task.threshold),
                 wall_time_s=wall_time_s,
                 divergence=cfg.divergence,
+                training_steps=_planned_steps(cfg),
+                return_range=_return_span(cfg),
             )
         )
     except Exception as err:  # noqa: BLE001 - a summary figure must not fail the job
@@ -146,6 +158,9 @@ def run_job(
         "diverged_step": None,
         "wall_time_s": 0.0,
         "threshold": _finite_or_none(cfg.task.threshold),
+        "training_steps": _planned_steps(cfg),
+        "return_range": _return_span(cfg),
+        "reward_scale": cfg.task.reward_scale,
         "pid": _pid(),
         "versions": _versions(),
         "stability": {},
@@ -279,6 +294,7 @@ def run_in_process(
             return  # the caller saw it free a moment ago: another process took it since
         try:
             run_cfg = to_run_config(cfg)
+            job.validate(run_cfg)
             total = run_cfg.budget.max_steps or getattr(run_cfg.muzero, "training_steps", None)
             show = progress is not None and run_cfg.runtime.progress
             run_job(

@@ -33,6 +33,11 @@ GAMES = {
 PADDLE, BALL, TRAIL, BRICK = range(4)  # breakout's channels
 
 
+def _grid(env, obs):
+    """The flat observations ``[B, O]`` (the VectorEnv convention) as ``[B, 10, 10, C]``."""
+    return obs.reshape(-1, *env.observation_shape)
+
+
 @pytest.mark.parametrize("game", sorted(GAMES))
 def test_shapes_actions_and_binary_observations(game):
     channels, actions = GAMES[game]
@@ -42,9 +47,9 @@ def test_shapes_actions_and_binary_observations(game):
     assert env.num_actions == len(actions)
     np.testing.assert_array_equal(env._action_set, actions)
     obs = env.reset()
-    assert obs.shape == (3, 10, 10, channels) and obs.dtype == np.float32
+    assert obs.shape == (3, 100 * channels) and obs.dtype == np.float32
     obs, reward, done = env.step(np.zeros(3, int))
-    assert obs.shape == (3, 10, 10, channels) and reward.dtype == np.float32 and done.dtype == bool
+    assert obs.shape == (3, 100 * channels) and reward.dtype == np.float32 and done.dtype == bool
     assert set(np.unique(obs)) <= {0.0, 1.0}
 
 
@@ -61,12 +66,13 @@ def test_games_registry_and_minatar_defaults():
 
 def test_breakout_actions_by_hand():
     env = MinAtarEnv("breakout", 3, seed=0)
-    obs = env.reset()
+    obs = _grid(env, env.reset())
     for e in env._envs:
         e.sticky_action_prob = 0.0  # no repeated actions for this hand check
     assert (obs[:, 9, 4, PADDLE] == 1).all()  # the paddle starts in column 4 of the bottom row
     np.testing.assert_array_equal(obs[:, 1:4, :, BRICK], 1.0)  # three rows of bricks
     obs, reward, done = env.step(np.array([0, 1, 2]))  # stay, left, right
+    obs = _grid(env, obs)
     np.testing.assert_array_equal(np.argmax(obs[:, 9, :, PADDLE], axis=1), [4, 3, 5])
     assert not done.any() and not reward.any()
 
@@ -77,12 +83,13 @@ def test_breakout_no_op_episodes_end_after_six_steps_and_reset():
     # lost; the second reaches column 3 while last at column 4, on the paddle, and bounces. Sticky
     # actions repeat the no-op, so they change nothing.
     env = MinAtarEnv("breakout", 16, seed=5)
-    obs = env.reset()
+    obs = _grid(env, env.reset())
     assert (obs[:, 3, :, BALL].sum(axis=1) == 1).all()
     from_left = obs[:, 3, 0, BALL] == 1
     assert from_left.any() and (~from_left).any()  # varied starts
     for step in range(1, 7):
         obs, reward, done = env.step(np.zeros(16, int))
+        obs = _grid(env, obs)
         assert not reward.any()
         np.testing.assert_array_equal(done, from_left if step == 6 else np.zeros(16, bool))
     # The lost games restarted: a fresh board, paddle in column 4, ball in row 3 at the side.
@@ -103,11 +110,11 @@ def test_time_limit_ends_episodes():
 
 def _play(env, steps, seed=0):
     rng = np.random.default_rng(seed)
-    frames = [env.reset()]
+    frames = [_grid(env, env.reset())]
     rewards = []
     for _ in range(steps):
         obs, reward, _ = env.step(rng.integers(0, env.num_actions, size=env.num_envs))
-        frames.append(obs)
+        frames.append(_grid(env, obs))
         rewards.append(reward)
     return np.stack(frames), np.stack(rewards)
 
@@ -124,11 +131,13 @@ def test_seeding_same_seed_same_games_and_envs_differ():
     assert len({row.tobytes() for row in flat}) == 6
 
 
-def test_reset_reseeds_so_each_evaluation_replays_the_same_randomness():
+def test_only_the_first_reset_seeds_so_evaluations_start_from_varied_states():
     env = MinAtarEnv("seaquest", 4, seed=3)
     first, _ = _play(env, 30)
     second, _ = _play(env, 30)
-    np.testing.assert_array_equal(first, second)
+    assert not np.array_equal(first, second)  # the second evaluation is not a replay
+    again, _ = _play(MinAtarEnv("seaquest", 4, seed=3), 30)
+    np.testing.assert_array_equal(first, again)  # and a fresh env with the seed repeats the first
 
 
 def test_reward_scale_through_make_env():

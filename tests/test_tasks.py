@@ -195,3 +195,12 @@ def test_reward_scale_scales_replay_targets():
     assert abs(u2) == s
     np.testing.assert_allclose(b.target_value[0], [0.25 * u2, 0.5 * u2, u2])
     np.testing.assert_allclose(b.target_reward[0, 1:], [0.0, 0.0])
+
+
+def test_gym_only_the_first_reset_seeds_so_evaluations_start_from_varied_states():
+    # CartPole used to re-seed the same start states at every evaluation.
+    env = GymEnv("CartPole-v1", 4, seed=7)
+    first, second = env.reset(), env.reset()
+    assert not np.array_equal(first, second)
+    np.testing.assert_array_equal(GymEnv("CartPole-v1", 4, seed=7).reset(), first)
+    assert len({row.tobytes() for row in first}) == 4  # and the environments differ

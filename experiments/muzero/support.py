@@ -7,24 +7,27 @@ target ``x`` becomes the two-hot distribution on the two integers around ``h(x)`
 becomes a scalar by taking the expectation over the bins and inverting ``h`` in closed form.
 
 The support size S must cover the task: a categorical head represents ``|x|`` up to
-``h^-1(S)`` only (two-hot targets beyond it are clipped). :func:`resolve_support_sizes` sizes
-``muzero.network.value_support_size`` / ``reward_support_size`` left ``null`` from the task's
-declared bounds, and refuses an explicit size that does not cover them.
+``h^-1(S)`` only (two-hot targets beyond it are clipped). :mod:`experiments.muzero.support_sizes`
+(without TensorFlow, so a run's config is checked before it starts) sizes them; its names are
+re-exported here.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
-from typing import TYPE_CHECKING, NamedTuple
 
 import tensorflow as tf
 
-from experiments.errors import ConfigError, unknown_choice
-
-if TYPE_CHECKING:
-    from experiments.muzero.config import NetworkConfig
-    from experiments.tasks import TaskConfig
+from experiments.errors import unknown_choice
+from experiments.muzero.support_sizes import (
+    EPSILON,
+    FALLBACK_SUPPORT_SIZE,
+    SupportSizes,
+    covering_size,
+    h_scalar,
+    resolve_support_sizes,
+    value_bound,
+)
 
 __all__ = [
     "EPSILON",
@@ -40,8 +43,6 @@ __all__ = [
     "value_bound",
 ]
 
-EPSILON = 0.001
-FALLBACK_SUPPORT_SIZE = 300
 """S of an automatic head whose task declares no bound: MuZero's Atari heads (Appendix F: 601
 bins for value and reward), which cover |x| up to h^-1(300) = 5.9e4."""
 
@@ -130,93 +131,3 @@ class Support:
         if self.kind == "scalar":
             return tf.square(logits[:, 0] - target[:, 0])
         return tf.nn.softmax_cross_entropy_with_logits(labels=target, logits=logits)
-
-
-def h_scalar(x: float) -> float:
-    """:func:`h_transform` of one Python float, in float64."""
-    return math.copysign(math.sqrt(abs(x) + 1.0) - 1.0, x) + EPSILON * x
-
-
-def covering_size(bound: float) -> int:
-    """The smallest integer ``S >= 1`` with ``h(bound) <= S``: the support that covers
-    ``[-bound, bound]``."""
-    return max(1, math.ceil(h_scalar(abs(bound))))
-
-
-def value_bound(task: TaskConfig, *, discount: float) -> tuple[float, str] | None:
-    """The largest |value target| the task allows, with a few words on where it comes from.
-
-    Two bounds, both scaled by ``task.reward_scale``: the largest |episode return| (the return
-    range's larger end in absolute value), and ``max |reward| / (1 - discount)`` (a discounted
-    n-step target that bootstraps from a value within the bound stays within it). The smaller
-    one is used; ``None`` when the task declares neither (or only the second with discount 1).
-    """
-    bounds = []
-    if task.return_range is not None:
-        bound = max(abs(task.return_range[0]), abs(task.return_range[1]))
-        bounds.append((bound, f"max |episode return| {bound:g}"))
-    reward = task.max_abs_reward
-    if reward is not None and discount < 1:
-        bound = reward / (1.0 - discount)
-        bounds.append((bound, f"max |reward| {reward:g} / (1 - discount {discount:g})"))
-    return min(bounds, key=lambda item: item[0]) if bounds else None
-
-
-class SupportSizes(NamedTuple):
-    """Resolved support sizes S of the value and the reward heads."""
-
-    value: int
-    reward: int
-
-
-def _resolve(setting: str, size: int | None, bound: tuple[float, str] | None, check: bool) -> int:
-    if bound is None:
-        return FALLBACK_SUPPORT_SIZE if size is None else size
-    need = covering_size(bound[0])
-    if size is None:
-        return need
-    if check and size < need:
-        value, why = bound
-        raise ConfigError(
-            f"muzero.network.{setting}={size} does not cover the task's bound {value:g} ({why}; "
-            f"h({value:g}) = {h_scalar(value):.4g} > {size}); the smallest size that covers it "
-            f"is {need}, or set {setting}=null to size it automatically"
-        )
-    return size
-
-
-def resolve_support_sizes(
-    task: TaskConfig, network: NetworkConfig, *, discount: float
-) -> SupportSizes:
-    """The value and reward support sizes of a run, checked against the task.
-
-    A size left ``None`` (``null`` in the YAML) becomes the smallest S >= 1 covering the bound:
-    the value bound from :func:`value_bound`, the reward bound the task's ``max_abs_reward``
-    (both times ``task.reward_scale``). Where the task declares no bound, ``None`` becomes
-    :data:`FALLBACK_SUPPORT_SIZE` and an explicit size is taken as it is. With
-    ``network.support == "scalar"`` the sizes are unused and never refused.
-
-    Args:
-      task: the task (bounds and reward scale).
-      network: the settings holding ``value_support_size`` and ``reward_support_size``.
-      discount: the MuZero discount (tightens the value bound where ``max_abs_reward`` is known).
-
-    Returns:
-      ``SupportSizes(value, reward)``.
-
-    Raises:
-      ConfigError: an explicit size that does not cover a declared bound (e.g. catch with
-        ``task.reward_scale=100``: the value bound 100 needs S >= 10 since h(100) = 9.15).
-    """
-    check = network.support == "categorical"
-    reward = task.max_abs_reward
-    reward_bound = None if reward is None else (reward, f"max |reward| {reward:g}")
-    return SupportSizes(
-        value=_resolve(
-            "value_support_size",
-            network.value_support_size,
-            value_bound(task, discount=discount),
-            check,
-        ),
-        reward=_resolve("reward_support_size", network.reward_support_size, reward_bound, check),
-    )

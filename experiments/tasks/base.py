@@ -12,6 +12,11 @@ __all__ = ["ScaledRewards", "VectorEnv"]
 class VectorEnv(Protocol):
     """``num_envs`` environments stepped together; each resets itself when its episode ends.
 
+    Observations are always flat, ``[B, O]``: replay, search and networks all take them so, and a
+    network that needs the spatial layout reshapes them to ``observation_shape`` itself. Only the
+    first :meth:`reset` seeds the environments; later ones go on from their generators, so
+    successive evaluations start from varied states.
+
     Attributes:
       num_envs: B.
       observation_size: O, the flat observation size (the product of ``observation_shape``).
@@ -26,15 +31,14 @@ class VectorEnv(Protocol):
     num_actions: int
 
     def reset(self) -> np.ndarray:
-        """Starts every environment afresh; returns observations ``[B, *observation_shape]``
-        float32."""
+        """Starts every environment afresh; returns observations ``[B, O]`` float32."""
         ...
 
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Takes actions ``[B]`` int.
 
         Returns:
-          ``(observations [B, *observation_shape], rewards [B] float32, dones [B] bool)``. Where
+          ``(observations [B, O], rewards [B] float32, dones [B] bool)``. Where
           ``dones`` is set the observation is already the first one of the environment's next
           episode.
         """

@@ -60,7 +60,8 @@ class GymEnv:
         """Args:
         env_id: gymnasium id, e.g. ``CartPole-v1``.
         num_envs: B.
-        seed: environment ``i`` is reset first with seed ``seed + i``.
+        seed: environment ``i`` is reset first with seed ``seed + i``; later resets go on from
+          its generator (varied start states).
         max_episode_steps: time limit override (0 = the registered one).
         """
         self.num_envs = num_envs
@@ -68,14 +69,22 @@ class GymEnv:
         self.observation_size, self.num_actions = _spaces(env_id, self._envs[0])
         self.observation_shape = (self.observation_size,)  # flattened Box observations
         self._seed = seed
+        self._seeded = [False] * num_envs
 
     def _flat(self, obs: np.ndarray) -> np.ndarray:
         return np.asarray(obs, np.float32).reshape(-1)
 
+    def _next_seed(self, i: int) -> int | None:
+        """``seed + i`` at environment ``i``'s first reset, then None (its generator goes on)."""
+        if self._seeded[i]:
+            return None
+        self._seeded[i] = True
+        return self._seed + i
+
     def reset(self) -> np.ndarray:
         """Resets every copy; returns ``[B, O]`` float32."""
         return np.stack(
-            [self._flat(env.reset(seed=self._seed + i)[0]) for i, env in enumerate(self._envs)]
+            [self._flat(env.reset(seed=self._next_seed(i))[0]) for i, env in enumerate(self._envs)]
         )
 
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -1,7 +1,8 @@
 """MinAtar games (Young & Tian, 2019) through the ``minatar`` package, batched.
 
 MinAtar's five games are 10x10 miniatures of Atari games with one binary channel per kind of
-object; an observation is ``[10, 10, C]`` (kept spatial, float32). Choices made here:
+object; an observation is ``[10, 10, C]``, handed out flat (``[B, 100 C]`` float32, the
+``VectorEnv`` convention; ``observation_shape`` gives the spatial layout). Choices made here:
 
 * actions: each game's *minimal* action set (``Environment.minimal_action_set()``, as MinAtar's
   ``MinAtar/<Game>-v1`` gymnasium ids do), so ``num_actions`` is the game's own count: asterix 5,
@@ -11,10 +12,9 @@ object; an observation is ``[10, 10, C]`` (kept spatial, float32). Choices made 
 * a time limit, since a good agent can play breakout, asterix, seaquest or space_invaders for
   ever: :data:`DEFAULT_EPISODE_STEPS` agent steps unless ``task.max_episode_steps`` says
   otherwise; a cut episode ends like a terminated one (as in the gymnasium adapter);
-* seeding: environment ``i`` gets its own seed, drawn from the given one; :meth:`MinAtarEnv.reset`
-  reseeds every environment with it, so each evaluation replays the same environment randomness
-  (as the gymnasium adapter's ``reset(seed=...)`` does) while the environments differ from one
-  another.
+* seeding: environment ``i`` gets its own seed, drawn from the given one, at the first
+  :meth:`MinAtarEnv.reset`; later resets go on from the environment's generator, so successive
+  evaluations start from varied states.
 
 The ``minatar`` package is imported only when a MinAtar task is used; without it the task is
 refused with a one-line :class:`~experiments.errors.ConfigError`.
@@ -131,16 +131,20 @@ class MinAtarEnv:
         self.observation_shape = tuple(int(d) for d in self._envs[0].state_shape())
         self.observation_size = int(np.prod(self.observation_shape))
         self._steps = np.zeros(num_envs, np.int64)
+        self._seeded = False
 
     def _observe(self) -> np.ndarray:
-        return np.stack([env.state() for env in self._envs]).astype(np.float32)
+        states = np.stack([env.state() for env in self._envs]).astype(np.float32)
+        return states.reshape(self.num_envs, -1)
 
     def reset(self) -> np.ndarray:
-        """Reseeds and restarts every game; returns ``[B, 10, 10, C]`` float32."""
+        """Restarts every game (seeding it at the first reset); returns ``[B, O]`` float32."""
         for env, seed in zip(self._envs, self._seeds, strict=True):
-            env.seed(seed)
+            if not self._seeded:
+                env.seed(seed)
             env.last_action = 0  # the sticky-action memory, which MinAtar's reset() keeps
             env.reset()
+        self._seeded = True
         self._steps[:] = 0
         return self._observe()
 
