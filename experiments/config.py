@@ -144,6 +144,8 @@ class RuntimeConfig:
       progress: show a progress bar on a terminal.
       deterministic: TensorFlow op determinism (same config and seed -> same numbers); False may
         be faster on a GPU, where some kernels then pick non-deterministic algorithms.
+      xla_cache: a folder where XLA's compiled programs are kept and reused by later jobs of the
+        same shapes (seconds saved per job; the numbers are the same); None: compile each time.
     """
 
     results_dir: str = "results"
@@ -151,6 +153,7 @@ class RuntimeConfig:
     force: bool = False
     progress: bool = True
     deterministic: bool = True
+    xla_cache: str | None = "~/.cache/gradlab/xla"
 
     def __post_init__(self) -> None:
         if self.threads is not None and self.threads < 1:

@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Iterator
 
-__all__ = ["cores", "limit_threads", "quiet_tensorflow", "seed_everything"]
+__all__ = ["cores", "limit_threads", "quiet_tensorflow", "seed_everything", "use_xla_cache"]
 
 
 def cores() -> int:
@@ -72,6 +72,24 @@ def limit_threads(threads: int | None) -> None:
             tf.config.threading.set_inter_op_parallelism_threads(threads)
         except (RuntimeError, AttributeError):
             pass  # already initialised: keep what it has
+
+
+def use_xla_cache(directory: str | os.PathLike[str] | None) -> None:
+    """Keeps XLA's compiled programs in ``directory`` and reuses them across processes.
+
+    A job's XLA compilations (the train step, the search) cost seconds; jobs of the same shapes
+    (e.g. the seeds of one sweep cell) compile the very same programs, so the second one loads
+    them (TensorFlow's ``--tf_xla_persistent_cache_directory``, keyed by the program's
+    fingerprint: a program is only reused for itself, so numbers do not change). Call it before
+    the first compiled call. ``None`` turns nothing on.
+    """
+    if directory is None:
+        return
+    path = os.path.abspath(os.path.expanduser(os.fspath(directory)))
+    os.makedirs(path, exist_ok=True)
+    name = "--tf_xla_persistent_cache_directory"
+    flags = [f for f in os.environ.get("TF_XLA_FLAGS", "").split() if not f.startswith(name)]
+    os.environ["TF_XLA_FLAGS"] = " ".join([*flags, f"{name}={path}"])
 
 
 def seed_everything(seed: int, *, deterministic: bool = True) -> None:

@@ -280,7 +280,7 @@ def run_in_process(
     """
     from omegaconf import OmegaConf
 
-    from experiments.process import limit_threads, quiet_tensorflow
+    from experiments.process import limit_threads, quiet_tensorflow, use_xla_cache
 
     job_dir = Path(job_dir)
     parsed = store.parse_overrides(overrides)
@@ -289,6 +289,8 @@ def run_in_process(
     quiet_tensorflow()  # a no-op where the process server preloaded it
     threads = OmegaConf.select(cfg, "runtime.threads")
     limit_threads(threads if isinstance(threads, int) and threads > 0 else None)
+    cache = OmegaConf.select(cfg, "runtime.xla_cache")
+    use_xla_cache(cache if isinstance(cache, str) and cache else None)
     with store.job_lock(job_dir) as locked:
         if not locked:
             return  # the caller saw it free a moment ago: another process took it since

@@ -130,3 +130,42 @@ def test_same_seed_in_a_fresh_process_gives_identical_numbers(runs, tmp_path):
     summary, rows = runs["a"]
     assert fresh["figures"] == json.loads(json.dumps(_figures(summary)))
     assert fresh["rows"] == json.loads(json.dumps(_rows(rows)))
+
+
+def test_xla_programs_from_the_cache_give_the_same_numbers(tmp_path):
+    """Jobs (each in its own process) compile with XLA: without the cache, filling it, and
+    loading from it; the three give the same rows."""
+    from conftest import compose_config
+
+    from experiments.hydra_app import CONF_DIR
+    from experiments.job import MUZERO
+
+    tiny = [
+        "muzero.network.hidden_size=8",
+        "muzero.network.width=16",
+        "muzero.training_steps=4",
+        "muzero.num_envs=4",
+        "muzero.warmup_steps=3",
+        "muzero.num_simulations=3",
+        "muzero.unroll_steps=2",
+        "muzero.batch_size=16",
+        "muzero.replay_capacity=500",
+        "muzero.eval_every=2",
+        "muzero.eval_episodes=4",
+        "logger=none",
+        "runtime.progress=false",
+        "runtime.threads=1",
+    ]
+    cache = tmp_path / "xla"
+    rows = {}
+    for name, setting in (("off", "null"), ("fill", str(cache)), ("load", str(cache))):
+        cfg = compose_config(
+            CONF_DIR, [*tiny, f"runtime.xla_cache={setting}"], schema=MUZERO.muzero_schema
+        )
+        job = tmp_path / name
+        summary = runner.execute(cfg, job, overrides=["seed=0"], choices={"task": "catch"})
+        assert summary["status"] == "completed", summary.get("error")
+        rows[name] = _rows(store.read_metrics(job / "metrics.jsonl"))
+        if name == "fill":
+            assert len(list(cache.iterdir())) >= 2  # the train step and the search
+    assert rows["off"] == rows["fill"] == rows["load"]

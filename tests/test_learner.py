@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from experiments.errors import ConfigError
 from experiments.gradients import VARIANTS, get_placement, make_variant, scale_gradient
 from experiments.muzero.config import MuZeroConfig, NetworkConfig
 from experiments.muzero.learner import Learner, step_weights
@@ -205,3 +206,35 @@ def test_sgd_optimizer_and_clipnorm_passed_through():
     assert isinstance(learner.optimizer, keras.optimizers.SGD)
     assert learner.optimizer.clipnorm == pytest.approx(0.1)
     assert learner.optimizer.momentum == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("frozen", [("representation",), ("dynamics",), ("dynamics", "prediction")])
+def test_freeze_logs_the_gradients_but_leaves_those_weights_alone(frozen):
+    config = MuZeroConfig(
+        network=NetworkConfig(hidden_size=6, width=8, value_support_size=3, reward_support_size=2),
+        unroll_steps=K,
+        batch_size=4,
+        jit_compile=False,
+        freeze=list(frozen),
+    )
+    nets = Networks(config.network, observation_size=5, num_actions=3, seed=1)
+    learner = Learner(
+        nets, config=config, variant=make_variant("none"), placement=get_placement("pseudocode")
+    )
+    learner.update(_batch(1))  # at initialisation the zero output layers pass no gradient back
+    models = {"representation": nets.representation, "dynamics": nets.dynamics}
+    models["prediction"] = nets.prediction
+    before = {name: [w.numpy().copy() for w in m.trainable_weights] for name, m in models.items()}
+    metrics = learner.update(_batch(2))
+    for name, model in models.items():
+        after = model.trainable_weights
+        moved = [not np.array_equal(a, w.numpy()) for a, w in zip(before[name], after, strict=True)]
+        assert metrics[f"grad/{name}"] > 0  # computed and logged, frozen or not
+        assert not any(moved) if name in frozen else any(moved), name
+
+
+def test_freeze_refuses_unknown_or_repeated_networks():
+    with pytest.raises(ConfigError, match="unknown network to freeze 'encoder'; choose one of"):
+        MuZeroConfig(freeze=["encoder"])
+    with pytest.raises(ConfigError, match="names a network twice"):
+        MuZeroConfig(freeze=["dynamics", "dynamics"])

@@ -264,7 +264,11 @@ def run_bench(
 
     matmul_run, matmul_flops = flops.matmul_case(s.matmul_size, calls=s.matmul_calls, seed=s.seed)
     cases = [
-        Case("compiled", steps(learner._update, s.compiled_calls), s.compiled_calls * s.batch_size),
+        Case(
+            "compiled",
+            steps(learner.update_tensors, s.compiled_calls),
+            s.compiled_calls * s.batch_size,
+        ),
         Case("eager", steps(learner._update_weights, s.eager_calls), s.eager_calls * s.batch_size),
         Case(
             "loop",

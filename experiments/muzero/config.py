@@ -16,6 +16,7 @@ from experiments.muzero.options import LOSS_SCALES, NORMALISATIONS
 from experiments.muzero.options import Q_FORMS as _Q_FORMS
 
 __all__ = [
+    "NETWORKS",
     "OPTIMIZERS",
     "Q_FORMS",
     "SUPPORTS",
@@ -26,6 +27,8 @@ __all__ = [
 SUPPORTS = ("categorical", "scalar")
 """Value/reward heads: categorical over h(x) with two-hot targets, or a scalar with MSE."""
 OPTIMIZERS = ("adam", "sgd")
+NETWORKS = ("representation", "dynamics", "prediction")
+"""MuZero's three networks, as ``muzero.freeze`` names them."""
 Q_FORMS = tuple(_Q_FORMS)
 """The names of the search's value score forms (:data:`experiments.muzero.options.Q_FORMS`)."""
 
@@ -145,6 +148,9 @@ class MuZeroConfig:
       loss_scale: a name in :data:`~experiments.muzero.options.LOSS_SCALES`.
       eval_every: updates between evaluations (also at the last update).
       eval_episodes: evaluation episodes (run as one batch).
+      freeze: networks (``representation``, ``dynamics``, ``prediction``) whose gradients are
+        computed and logged but not applied (an optimizer's ``var_list`` without them); held as
+        a tuple. Not the same as ``stop_gradient``, which changes the gradients themselves.
       jit_compile: compile the train step with XLA.
     """
 
@@ -177,6 +183,7 @@ class MuZeroConfig:
     loss_scale: str = "pseudocode"
     eval_every: int = 100
     eval_episodes: int = 32
+    freeze: list[str] = dataclasses.field(default_factory=list)
     jit_compile: bool = True
 
     def __post_init__(self) -> None:
@@ -207,6 +214,12 @@ class MuZeroConfig:
                 f"muzero.replay_capacity={self.replay_capacity} is smaller than "
                 f"muzero.batch_size={self.batch_size}; expected capacity >= batch size"
             )
+        frozen = tuple(self.freeze)
+        for name in frozen:
+            _choice("network to freeze", name, NETWORKS)
+        if len(set(frozen)) != len(frozen):
+            raise ConfigError(f"muzero.freeze={list(frozen)!r} names a network twice")
+        object.__setattr__(self, "freeze", frozen)
         given = self.temperature_schedule
         schedule = _pairs(given)
         if not schedule:
