@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import math
 import os
@@ -65,6 +66,8 @@ out of its name: where results go, how they are logged, how many threads run the
 
 RUNS = "runs"  # the folder of single runs, which belong to no ablation
 
+_MAX_NAME = 200  # characters of a job's folder name
+
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=,+@%-]")
 
 
@@ -108,7 +111,9 @@ def job_name(overrides: Mapping[str, str] | Sequence[str]) -> str:
 
     Bookkeeping keys (:data:`BOOKKEEPING_KEYS`, ``hydra...``) are dropped; the rest are sorted by
     key with ``seed`` last, joined as ``key=value`` with ``__``; characters outside
-    ``[A-Za-z0-9._=,+@%-]`` become ``-``. No overrides gives ``default``.
+    ``[A-Za-z0-9._=,+@%-]`` become ``-``. No overrides gives ``default``. A name longer than
+    200 characters keeps its start, a hash of the whole name and the seed (so distinct jobs keep
+    distinct folders).
 
     Args:
       overrides: a mapping key -> value, or ``key=value`` strings (Hydra's job overrides).
@@ -121,8 +126,16 @@ def job_name(overrides: Mapping[str, str] | Sequence[str]) -> str:
     if not kept:
         return "default"
     keys = sorted(kept, key=lambda k: (k == "seed", k))
-    name = "__".join(_safe(f"{k}={kept[k]}") for k in keys)
-    return name[:200]
+    parts = [_safe(f"{k}={kept[k]}") for k in keys]
+    name = "__".join(parts)
+    if len(name) <= _MAX_NAME:
+        return name
+    # Too long for a folder name: keep the start, make it unique with a hash of the whole name,
+    # and keep the seed last, where a reader looks for it.
+    tail = f"__{parts[-1]}" if keys[-1] == "seed" else ""
+    digest = hashlib.sha1(name.encode()).hexdigest()[:12]
+    head = name[: len(name) - len(tail)] if tail else name
+    return f"{head[: _MAX_NAME - len(tail) - 14]}__{digest}{tail}"
 
 
 def ablation_dir(results_dir: str | Path, ablation: str | None) -> Path:

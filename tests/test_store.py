@@ -142,3 +142,14 @@ def test_should_run(tmp_path, content, force, expected):
     if content is not None:
         (tmp_path / "summary.json").write_text(content)
     assert store.should_run(tmp_path, force=force) == expected
+
+
+def test_long_job_names_stay_distinct_keep_the_seed_and_fit():
+    long = [f"muzero.setting_{i}={'x' * 20}" for i in range(10)]
+    names = {store.job_name([*long, f"seed={s}"]) for s in range(3)}
+    assert len(names) == 3
+    for s, name in enumerate(sorted(names)):
+        assert len(name) == 200 and name.endswith(f"__seed={s}")
+    other = store.job_name([*long[:-1], "muzero.setting_9=y", "seed=0"])
+    assert other not in names and len(other) == 200  # differs past the cut: the hash tells
+    assert store.job_name(["variant=none", "seed=1"]) == "variant=none__seed=1"  # short: as is

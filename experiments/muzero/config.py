@@ -181,7 +181,7 @@ class MuZeroConfig:
     weight_decay: float = 1e-4
     value_loss_weight: float = 1.0
     loss_scale: str = "pseudocode"
-    eval_every: int = 100
+    eval_every: int = 50
     eval_episodes: int = 32
     freeze: list[str] = dataclasses.field(default_factory=list)
     jit_compile: bool = True
