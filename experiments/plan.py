@@ -101,6 +101,30 @@ def _compose(config_dir: Path, overrides: list[str]) -> Any:
         GlobalHydra.instance().clear()
 
 
+_LAUNCHER_PACKAGES = {"ray": ("hydra_plugins.hydra_ray_launcher", "pip install -e '.[ray]'")}
+
+
+def _check_launcher(cfg: Any) -> None:
+    """A launcher whose plugin is not installed: refused before anything runs."""
+    launcher = cfg.hydra.runtime.choices.get("hydra/launcher")
+    if launcher in _LAUNCHER_PACKAGES:
+        module, install = _LAUNCHER_PACKAGES[launcher]
+        if not _importable(module):
+            raise ConfigError(
+                f"hydra/launcher={launcher} needs its Hydra plugin, which is not installed; "
+                f"install it with: {install}"
+            )
+
+
+def _importable(module: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
 def _check_writable(path: Path) -> None:
     """Refuses a results folder (or its nearest existing parent) that cannot or must not be
     written: no write permission, or no write bit at all (``chmod a-w``), which is honoured even
@@ -192,6 +216,7 @@ def plan(
     for job_overrides in jobs:
         cfg = _compose(config_dir, [*job_overrides, *hyd])
         choices = cfg.hydra.runtime.choices
+        _check_launcher(cfg)
         ablation = choices.get("ablation") if multirun else None
         if not multirun and choices.get("ablation"):
             raise ConfigError(

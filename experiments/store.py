@@ -133,8 +133,8 @@ def job_name(overrides: Mapping[str, str] | Sequence[str]) -> str:
     # Too long for a folder name: keep the start, make it unique with a hash of the whole name,
     # and keep the seed last, where a reader looks for it.
     tail = f"__{parts[-1]}" if keys[-1] == "seed" else ""
-    digest = hashlib.sha1(name.encode()).hexdigest()[:12]
     head = name[: len(name) - len(tail)] if tail else name
+    digest = hashlib.sha1(head.encode()).hexdigest()[:12]  # the seeds of a group share it
     return f"{head[: _MAX_NAME - len(tail) - 14]}__{digest}{tail}"
 
 

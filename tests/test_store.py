@@ -150,6 +150,7 @@ def test_long_job_names_stay_distinct_keep_the_seed_and_fit():
     assert len(names) == 3
     for s, name in enumerate(sorted(names)):
         assert len(name) == 200 and name.endswith(f"__seed={s}")
+    assert len({name.rsplit("__seed=", 1)[0] for name in names}) == 1  # one group, one prefix
     other = store.job_name([*long[:-1], "muzero.setting_9=y", "seed=0"])
     assert other not in names and len(other) == 200  # differs past the cut: the hash tells
     assert store.job_name(["variant=none", "seed=1"]) == "variant=none__seed=1"  # short: as is

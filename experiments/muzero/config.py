@@ -157,7 +157,7 @@ class MuZeroConfig:
     network: NetworkConfig = dataclasses.field(default_factory=NetworkConfig)
     training_steps: int = 2500
     num_envs: int = 32
-    selfplay_interval: int = 4
+    selfplay_interval: int = 1
     warmup_steps: int = 10
     num_simulations: int = 8
     discount: float = 0.997

@@ -9,12 +9,24 @@ Per sampled position (Schrittwieser et al., 2020, pseudocode ``update_weights``)
         h_k = placement.dynamics_output(h_k, variant.hidden, k)   # what step k's heads see
         p_k, v_k = prediction(h_k)
 
-    loss = sum_k w_k [l_v(v_k) + l_r(r_k) (k >= 1) + l_p(p_k)] + c/2 sum ||W||^2
+    loss = mean over the batch of sum_k w_k [l_v(v_k) + l_r(r_k) (k >= 1) + l_p(p_k)]
+           + c/2 sum ||W||^2
 
 with ``w_0 = 1`` and ``w_k`` (k >= 1) by ``loss_scale``: 1/K (``pseudocode``), 1 (``none``), or
-1/min(K, steps left in the episode) (``remaining``, as muzero-general). There is no reward loss
-at k = 0: the v1 pseudocode also scores the step-0 "reward" against the previous step's reward
-although no reward is predicted there, a known slip that the well-known ports drop.
+1/min(K, steps left in the episode) (``remaining``, as muzero-general). Where this differs from
+the published pseudocode (both its arXiv versions, ``update_weights`` and ``make_target``):
+
+* **No reward term at k = 0.** The pseudocode's target list starts with the reward received
+  just before the sampled observation (``u_{t-1}``; 0 at an episode's start) and scores the
+  initial inference's reward against it, by design ("for simplicity the network always predicts
+  the most recently received reward, even for the initial representation network where we already
+  know this reward"). Its own ``initial_inference`` returns a constant reward of 0, so that term
+  adds a constant and no gradient; gradlab's representation has no reward head (as in
+  muzero-general and EfficientZero), so the term is left out: the gradients are the same.
+* **The L2 term is B times stronger.** The pseudocode *sums* the per-sample losses over the batch
+  and adds ``weight_decay * l2_loss(W)`` (= c/2 ||W||^2) once; gradlab averages them over the
+  batch, so relative to the data term its L2 term weighs B (``batch_size``) times more: gradlab's
+  ``weight_decay = c`` is the pseudocode's ``c * B`` (with the learning rate divided by B).
 
 Diagnostics of each step are computed in the same graph: the global gradient norm before any
 clipping, the gradient norm per network, the norm of dLoss/dh_k at every depth (the gradient of
