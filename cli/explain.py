@@ -30,7 +30,8 @@ def explain(
     MaxNorm: forward change (max |T(h) - h|), the factor applied to the gradient through the
     hidden state, the scope (elementwise, per sample, per variable, global), and, for the three
     placements of scale_gradient(0.5) on a 3-step linear unroll h_k = w h_(k-1) (w = 2, h_0 = 1),
-    the gradient each step's loss sends to h_0 and to the dynamics weight w.
+    the gradient each step's loss sends to h_0 and to the dynamics weight w; and which weights
+    one SGD step moves under stop_gradient on the hidden state vs muzero.freeze of a network.
 
     Examples:
 
@@ -45,20 +46,22 @@ def explain(
 
     variants = ex.explain_variants()
     placements = ex.explain_placements()
+    freeze = ex.explain_freeze()
     confusions = ex.confusions(variants)
     notes = ex.placement_notes(placements)
     if fmt == "json":
         payload = {
             "variants": [dataclasses.asdict(v) for v in variants],
             "placements": [dataclasses.asdict(p) for p in placements],
+            "freeze": [dataclasses.asdict(f) for f in freeze],
             "confusions": confusions,
             "placement_notes": notes,
         }
         typer.echo(json.dumps(payload, indent=2))
     elif fmt == "md":
-        typer.echo(_markdown(variants, placements, confusions, notes))
+        typer.echo(_markdown(variants, placements, freeze, confusions, notes))
     else:
-        _rich(variants, placements, confusions, notes)
+        _rich(variants, placements, freeze, confusions, notes)
 
 
 def _params(params: dict[str, float]) -> str:
@@ -69,7 +72,21 @@ def _steps(values: list[float]) -> str:
     return "  ".join(f"{v:g}" for v in values)
 
 
-def _markdown(variants, placements, confusions, notes) -> str:
+_FREEZE_TITLE = (
+    "Stopping a gradient vs not applying it: one SGD step on h_0 = r o, h_k = w h_(k-1) "
+    "(2 steps), heads y_k = p h_k, loss sum y_k^2 (o=1, r=1, w=0.5, p=2)"
+)
+
+
+def _moved(row) -> str:
+    return ", ".join(f"{n[:4]}{' moved' if m else ' FIXED'}" for n, m in row.moved.items())
+
+
+def _grads(row) -> str:
+    return "  ".join(f"{g:g}" for g in row.gradients.values())
+
+
+def _markdown(variants, placements, freeze, confusions, notes) -> str:
     lines = [
         "## Variants (measured live)",
         "",
@@ -91,12 +108,21 @@ def _markdown(variants, placements, confusions, notes) -> str:
     ]
     for p in placements:
         lines.append(f"| {p.name} | {_steps(p.grad_h0)} | {_steps(p.grad_w)} | {p.summary} |")
+    lines += [
+        "",
+        f"## {_FREEZE_TITLE}",
+        "",
+        "| case | dL/dr, dL/dw, dL/dp | after one step | what happens |",
+        "|---|---|---|---|",
+    ]
+    for f in freeze:
+        lines.append(f"| {f.case} | {_grads(f)} | {_moved(f)} | {f.what} |")
     lines += ["", "## What this settles", ""]
     lines += [f"- {c}" for c in confusions + notes]
     return "\n".join(lines)
 
 
-def _rich(variants, placements, confusions, notes) -> None:
+def _rich(variants, placements, freeze, confusions, notes) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -135,6 +161,14 @@ def _rich(variants, placements, confusions, notes) -> None:
     for p in placements:
         ptable.add_row(p.name, _steps(p.grad_h0), _steps(p.grad_w), p.summary)
     console.print(ptable)
+    ftable = Table(title=_FREEZE_TITLE)
+    ftable.add_column("case", style="bold")
+    ftable.add_column("dL/dr, dL/dw, dL/dp", justify="right")
+    ftable.add_column("after one step")
+    ftable.add_column("what happens", overflow="fold")
+    for f in freeze:
+        ftable.add_row(f.case, _grads(f), _moved(f), f.what)
+    console.print(ftable)
     console.print("[bold]What this settles[/bold]")
     for line in confusions + notes:
         console.print(f" • {line}")

@@ -24,9 +24,11 @@ from experiments.gradients import (
 
 __all__ = [
     "PROBE_HIDDEN",
+    "FreezeRow",
     "PlacementRow",
     "VariantRow",
     "confusions",
+    "explain_freeze",
     "explain_placements",
     "explain_variants",
     "optimizer_update_norms",
@@ -202,6 +204,73 @@ def explain_placements(*, scale: float = 0.5) -> list[PlacementRow]:
     for name, placement in PLACEMENTS.items():
         g_h0, g_w = placement_gradients(placement, hidden)
         rows.append(PlacementRow(name, [abs(g) for g in g_h0], g_w, placement.summary))
+    return rows
+
+
+@dataclasses.dataclass(frozen=True)
+class FreezeRow:
+    """Which weights one SGD step moves, on a 2-step unroll, for one way of 'stopping'."""
+
+    case: str
+    gradients: dict[str, float]  # dL/dweight: representation r, dynamics w, prediction p
+    moved: dict[str, bool]  # whether the weight changed after the step
+    what: str
+
+
+_NETS = ("representation", "dynamics", "prediction")
+
+
+def explain_freeze(*, lr: float = 0.1) -> list[FreezeRow]:
+    """Stopping a gradient vs not applying it, measured live on a tiny MuZero-shaped graph.
+
+    One scalar weight per network: ``h_0 = r o`` (representation), ``h_k = w h_(k-1)``
+    (dynamics, 2 steps), heads ``y_k = p h_k`` (prediction), ``o = 1``, ``r = 1``, ``w = 0.5``,
+    ``p = 2``, loss ``sum_k y_k^2``. Each case takes one Keras SGD step (learning rate ``lr``) on
+    the weights the learner would update: all of them, except a ``muzero.freeze``-d network's,
+    which is left out of the optimizer's variable list as the learner does. ``stop_gradient`` on
+    the hidden state changes the gradients but every weight still moves; freezing leaves the
+    gradients as they are (they are still computed and logged) and the frozen weight does not
+    move.
+    """
+    cases = [
+        ("none", "none", "pseudocode", (), "plain backpropagation"),
+        ("stop_gradient, pseudocode placement", "stop_gradient", "pseudocode", (),
+         "the second dynamics call gets no gradient through its input"),
+        ("stop_gradient, paper placement", "stop_gradient", "paper", (),
+         "no gradient flows into any dynamics input: r learns from step 0's head only"),
+        ("freeze representation", "none", "pseudocode", ("representation",),
+         "gradients as 'none', representation not updated"),
+        ("freeze dynamics", "none", "pseudocode", ("dynamics",),
+         "gradients as 'none', dynamics not updated"),
+    ]  # fmt: skip
+    rows = []
+    for case, name, where, frozen, what in cases:
+        variant, placement = make_variant(name), PLACEMENTS[where]
+        weights = {
+            "representation": tf.Variable(1.0),
+            "dynamics": tf.Variable(0.5),
+            "prediction": tf.Variable(2.0),
+        }
+        r, w, p = (weights[n] for n in _NETS)
+        with tf.GradientTape() as tape:
+            h = r * 1.0
+            loss = tf.square(p * h)
+            for k in (1, 2):
+                h_in = placement.dynamics_input(h, variant.hidden, k)
+                h = placement.dynamics_output(w * h_in, variant.hidden, k)
+                loss += tf.square(p * h)
+        grads = dict(zip(_NETS, tape.gradient(loss, [r, w, p]), strict=True))
+        before = {n: float(v) for n, v in weights.items()}
+        applied = [(grads[n], weights[n]) for n in _NETS if n not in frozen]
+        keras.optimizers.SGD(learning_rate=lr).apply_gradients(applied)
+        rows.append(
+            FreezeRow(
+                case=case,
+                gradients={n: float(g) for n, g in grads.items()},
+                moved={n: float(weights[n]) != before[n] for n in _NETS},
+                what=what,
+            )
+        )
     return rows
 
 

@@ -71,3 +71,28 @@ def test_bad_format_is_one_line_and_exit_2():
     assert result.exit_code == 2
     assert result.stderr.strip() == "error: unknown format 'xml'; choose one of: json, md, rich"
     assert "Traceback" not in result.output
+
+
+def test_freeze_vs_stop_gradient_by_hand():
+    # h0 = r, h1 = w h0, h2 = w h1, y_k = p h_k, L = sum y_k^2 with r=1, w=0.5, p=2:
+    # y = (2, 1, 0.5), dL/dy = (4, 2, 1); dL/dp = 4*1 + 2*0.5 + 1*0.25 = 5.25;
+    # dL/dh direct = (8, 4, 2). none: dL/dw = 2 (h1 + w h0) + 4 h0 = 6,
+    # dL/dr = 8 + 4w + 2w^2 = 10.5.
+    # stop_gradient at the 2nd dynamics input: dL/dw = 2 h1 + 4 h0 = 5, dL/dr = 8 + 4w = 10;
+    # at every dynamics input (paper): dL/dw = 5, dL/dr = 8.
+    from experiments.explain import explain_freeze
+
+    rows = {row.case: row for row in explain_freeze()}
+    expected = {
+        "none": (10.5, 6.0, 5.25),
+        "stop_gradient, pseudocode placement": (10.0, 5.0, 5.25),
+        "stop_gradient, paper placement": (8.0, 5.0, 5.25),
+        "freeze representation": (10.5, 6.0, 5.25),
+        "freeze dynamics": (10.5, 6.0, 5.25),
+    }
+    assert set(rows) == set(expected)
+    for case, grads in expected.items():
+        assert tuple(rows[case].gradients.values()) == pytest.approx(grads), case
+    frozen = {"freeze representation": "representation", "freeze dynamics": "dynamics"}
+    for case, row in rows.items():
+        assert row.moved == {n: n != frozen.get(case) for n in row.moved}, case

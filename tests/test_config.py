@@ -143,3 +143,27 @@ def test_a_config_without_the_schema_is_refused(tmp_path):
     (conf / "config.yaml").write_text(text)
     with pytest.raises(ConfigError, match="must list 'gradlab_schema' first"):
         _run([], conf)
+
+
+REGIMES = sorted(p.stem for p in (CONF_DIR / "regime").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("regime", REGIMES)
+def test_every_regime_composes_and_validates_on_every_task(regime):
+    from experiments.job import MUZERO
+
+    for task in ("catch", "cartpole"):
+        run = _run([f"regime={regime}", f"task={task}"])
+        MUZERO.validate(run)  # supports cover the (possibly scaled) returns
+        assert run.task.name == task
+
+
+def test_regimes_change_what_they_say():
+    paper = _run(["regime=paper"])
+    assert paper == _run([])  # the tuned setting, unchanged
+    assert _run(["regime=long_unroll"]).muzero.unroll_steps == 10
+    assert _run(["regime=no_norm"]).muzero.network.normalisation == "none"
+    assert _run(["regime=high_lr"]).muzero.learning_rate == 0.03
+    large = _run(["regime=large_reward"])
+    assert large.task.reward_scale == 100.0 and large.task.threshold == 90.0
+    assert large.muzero.network.value_support_size is None  # sized from the scaled returns

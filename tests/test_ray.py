@@ -25,7 +25,8 @@ def ray_session(monkeypatch):
     import ray
 
     tests = str(standin.PATH.parent)
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (tests, os.environ.get("PYTHONPATH")) if p))
+    paths = [p for p in (tests, os.environ.get("PYTHONPATH")) if p]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(paths))
     yield
     ray.shutdown()
 
