@@ -119,13 +119,21 @@ sleep_s: 0.0
 
 
 def make_conf(root: Path) -> Path:
-    """A copy of gradlab's ``conf/`` with the stand-in's ``muzero/`` and ``task/`` sections.
+    """A copy of gradlab's ``conf/`` with the stand-in's ``muzero/`` and ``task/`` sections, and
+    every regime of ``conf/regime/`` under its own name but empty (real regimes set MuZero keys
+    the stand-in does not have).
 
     Returns:
       The new config folder, ``root / "conf"``.
     """
     conf = root / "conf"
-    shutil.copytree(CONF, conf, ignore=shutil.ignore_patterns("__pycache__", "muzero", "task"))
+    skip = shutil.ignore_patterns("__pycache__", "muzero", "task", "regime")
+    shutil.copytree(CONF, conf, ignore=skip)
+    (conf / "regime").mkdir()
+    for regime in sorted((CONF / "regime").glob("*.yaml")):
+        (conf / "regime" / regime.name).write_text(
+            f"# @package _global_\n# stand-in {regime.stem}\n"
+        )
     (conf / "muzero").mkdir()
     (conf / "task").mkdir()
     (conf / "muzero" / "default.yaml").write_text(STANDIN_MUZERO_YAML)

@@ -53,8 +53,11 @@ def test_markdown_table():
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     rows = [line for line in lines if line.startswith("| ") and "---" not in line]
-    # header + 7 variants, header + 3 placements
-    assert len(rows) == (1 + len(VARIANTS)) + (1 + len(PLACEMENTS))
+    # header + one row per variant, per placement, per freeze case (5: none, stop_gradient at
+    # two placements, freezing two networks)
+    assert len(rows) == (1 + len(VARIANTS)) + (1 + len(PLACEMENTS)) + (1 + 5)
+    freeze_row = "| freeze dynamics | 10.5  6  5.25 | repr moved, dyna FIXED, pred moved |"
+    assert freeze_row in result.stdout
     assert "| scale_gradient | gradient | scale=0.5 | 0 | 0.5 |" in result.stdout
 
 

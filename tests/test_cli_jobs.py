@@ -88,8 +88,9 @@ def test_dry_run_lists_jobs_and_writes_nothing(env):
     args = ["sweep", "ablation=hidden_scale", "seed=0,1", *env["common"], "--config-dir"]
     result = _invoke([*args, env["conf"], "--dry-run"])
     assert result.exit_code == 0, result.output
-    assert "10 to run, 0 to skip" in result.output
-    assert "hidden_scale/variant=stop_gradient__seed=1  (new)" in result.output
+    # 5 variants x 2 regimes (paper, stress) x 2 seeds
+    assert "20 to run, 0 to skip" in result.output
+    assert "hidden_scale/regime=stress__variant=stop_gradient__seed=1  (new)" in result.output
     assert not env["res"].exists()
 
 
@@ -122,7 +123,7 @@ BAD = [
     (["run", "muzero.training_steps=0"], "muzero.training_steps=0 must be >= 1"),
     (["run", "hydra/launcher=nosuch"], "unknown hydra/launcher 'nosuch'; choose one of: basic"),
     (["sweep", "ablation=clip", "hydra/sweeper=x"], "unknown hydra/sweeper 'x'; choose one of"),
-    (["run", "regime=calm"], "unknown regime 'calm'; choose one of: paper"),
+    (["run", "regime=calm"], "unknown regime 'calm'; choose one of: high_lr, large_reward"),
 ]
 
 

@@ -156,8 +156,8 @@ class MuZeroConfig:
 
     network: NetworkConfig = dataclasses.field(default_factory=NetworkConfig)
     training_steps: int = 2500
-    num_envs: int = 32
-    selfplay_interval: int = 1
+    num_envs: int = 128
+    selfplay_interval: int = 4
     warmup_steps: int = 10
     num_simulations: int = 8
     discount: float = 0.997
@@ -182,7 +182,7 @@ class MuZeroConfig:
     value_loss_weight: float = 1.0
     loss_scale: str = "pseudocode"
     eval_every: int = 50
-    eval_episodes: int = 32
+    eval_episodes: int = 128
     freeze: list[str] = dataclasses.field(default_factory=list)
     jit_compile: bool = True
 
