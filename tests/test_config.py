@@ -7,14 +7,12 @@ import dataclasses
 import shutil
 
 import pytest
-from hydra import compose, initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
+from conftest import compose_config
 
 from experiments.config import (
     BudgetConfig,
     RunConfig,
     VariantConfig,
-    register_schema,
     to_run_config,
     variant_schema,
 )
@@ -27,13 +25,7 @@ from experiments.variants import VARIANTS
 
 
 def _compose(overrides, conf=CONF_DIR):
-    register_schema(MuZeroConfig)
-    GlobalHydra.instance().clear()
-    try:
-        with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
-            return compose("config", overrides=list(overrides), return_hydra_config=True)
-    finally:
-        GlobalHydra.instance().clear()
+    return compose_config(conf, overrides, schema=MuZeroConfig)
 
 
 def _run(overrides, conf=CONF_DIR):
