@@ -34,8 +34,8 @@ def main(overrides: list[str]) -> None:
     process.quiet_tensorflow()
     import tensorflow as tf  # noqa: F401  (the import is part of start-up)
 
-    from experiments.muzero import replay, selfplay, train
     from experiments.muzero import learner as learner_module
+    from experiments.muzero import replay, selfplay, train
 
     spent: dict[str, float] = defaultdict(float)
     calls: dict[str, int] = defaultdict(int)

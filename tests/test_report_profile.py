@@ -113,6 +113,22 @@ def test_profile_figure_one_panel_per_regime(folder):
     assert len(paper.collections) == 2  # a band per line
 
 
+def test_a_constant_key_is_neither_a_panel_nor_the_compared_key(tmp_path):
+    """variant held constant (scale_placement, scale_value): one panel, a line per placement."""
+    for placement, seed in itertools.product(["pseudocode", "paper", "hook"], range(2)):
+        job = tmp_path / f"{placement}-{seed}"
+        job.mkdir()
+        group = {"regime": "stress", "variant": "sg", "variant.placement": placement}
+        stability = {"final_return": seed / 2}
+        summary = {"status": "completed", "job": job.name, "ablation": "sp", "seed": seed,
+                   "threshold": 0.9, "group": group, "stability": stability}  # fmt: skip
+        (job / "summary.json").write_text(json.dumps(summary))
+    fig = performance_profiles(load_results(tmp_path), n_resamples=99)
+    assert len(fig.axes) == 1
+    labels = [line.get_label() for line in fig.axes[0].get_lines()]
+    assert sorted(labels) == ["hook (n=2)", "paper (n=2)", "pseudocode (n=2)"]
+
+
 def test_profile_single_panel_without_other_keys(tmp_path):
     for variant, seed in itertools.product(["none", "sg"], range(2)):
         _job(tmp_path, f"{variant}-{seed}", status="completed", regime="paper", variant=variant,
@@ -129,11 +145,12 @@ def test_plot_all_writes_the_profile(folder, tmp_path):
 
 
 def test_panel_without_final_returns_says_so(tmp_path):
-    for regime, seed in itertools.product(["paper", "stress"], range(2)):
+    for regime, variant, seed in itertools.product(["paper", "stress"], ["none", "sg"], range(2)):
         ret = None if regime == "stress" else seed + 0.5
-        _job(tmp_path, f"{regime}-{seed}", status="diverged" if ret is None else "completed",
-             regime=regime, variant="none", seed=seed, final_return=ret)  # fmt: skip
+        status = "diverged" if ret is None else "completed"
+        _job(tmp_path, f"{regime}-{variant}-{seed}", status=status, regime=regime,
+             variant=variant, seed=seed, final_return=ret)  # fmt: skip
     fig = performance_profiles(load_results(tmp_path), n_resamples=99)
     paper, stress = fig.axes
-    assert len(paper.get_lines()) == 1 and not stress.get_lines()
+    assert len(paper.get_lines()) == 2 and not stress.get_lines()
     assert [t.get_text() for t in stress.texts] == ["no run has a final return"]

@@ -311,3 +311,32 @@ def test_single_seed_rate_and_interval(tmp_path):
     row = summarize(load_results(tmp_path), metrics=["unstable", "final_return"]).iloc[0]
     assert (row["unstable_ci_low"], row["unstable_ci_high"]) == pytest.approx(binomial_ci(1, 1))
     assert np.isnan(row["final_return_ci_low"])
+
+
+def _placements(root):
+    """variant and regime constant, variant.placement swept, 6 seeds each: unstable pseudocode
+    1/6, paper 6/6, hook 0/6."""
+    unstable = {"pseudocode": [0, 1, 0, 0, 0, 0], "paper": [1] * 6, "hook": [0] * 6}
+    for placement, seed in itertools.product(unstable, range(6)):
+        group = {"regime": "stress", "variant": "scale_gradient", "variant.placement": placement}
+        stability = {"unstable": unstable[placement][seed], "final_return": seed / 6}
+        _job(root, f"{placement}-{seed}", status="completed", group=group, seed=seed,
+             stability=stability, ablation="scale_placement")  # fmt: skip
+    return load_results(root)
+
+
+def test_a_key_the_sweep_holds_constant_compares_nothing(tmp_path):
+    """scale_placement holds variant (and regime) constant: the placements are compared with each
+    other in one stratum, not each in a stratum of its own (where nothing could be bold)."""
+    table = summarize(_placements(tmp_path), metrics=["unstable"], n_resamples=99)
+    assert table.attrs["compared_key"] == "variant.placement"
+    assert table["stratum"].nunique() == 1
+    # against the best (hook, 0/6), two-sided Fisher: paper 6/6 p = 2/C(12,6) = 2/924, Holm x2
+    # = 4/924 < 0.05 (significantly worse); pseudocode 1/6 p = 1 (not)
+    bold = table.set_index("variant.placement")["unstable_bold"]
+    assert bold.to_dict() == {"pseudocode": True, "paper": False, "hook": True}
+    # a bare baseline value names the key that varies, not the constant variant
+    again = _placements(tmp_path / "again")
+    bare = summarize(again, metrics=["unstable"], baseline="hook", n_resamples=99)
+    p = bare.set_index("variant.placement")["unstable_p"]
+    assert p["paper"] == pytest.approx(2 / 924) and p["pseudocode"] == pytest.approx(1.0)

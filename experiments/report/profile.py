@@ -29,7 +29,7 @@ from scipy import stats
 
 from experiments.report.results import Results
 from experiments.report.style import SIZE, STYLE, line_style
-from experiments.report.tables import compared_key
+from experiments.report.tables import compared_key, varying_keys
 
 __all__ = ["performance_profile", "performance_profiles", "profile_band", "tau_grid"]
 
@@ -146,8 +146,9 @@ def performance_profiles(results: Results, *, n_resamples: int = 2000, seed: int
     """
     runs = results.averaged
     keys = list(results.group_keys)
-    compared = compared_key(keys, None)
-    others = [k for k in keys if k != compared and runs[k].nunique() > 1]
+    varying = varying_keys(runs, keys)
+    compared = compared_key(varying, None)
+    others = [k for k in varying if k != compared]
     panels = list(runs.groupby(others, sort=False)) if others else [((), runs)]
     values = list(runs[compared].unique()) if compared is not None else list(runs["group"].unique())
     ncols = min(3, len(panels))

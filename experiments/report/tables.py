@@ -50,7 +50,15 @@ from experiments.report.stats import (
 )
 from experiments.store import STATUSES
 
-__all__ = ["ALPHA", "DEFAULT_METRICS", "METRICS", "Metric", "compared_key", "summarize"]
+__all__ = [
+    "ALPHA",
+    "DEFAULT_METRICS",
+    "METRICS",
+    "Metric",
+    "compared_key",
+    "summarize",
+    "varying_keys",
+]
 
 ALPHA = 0.05
 """Significance level of the bold rule (after the Holm adjustment)."""
@@ -109,17 +117,18 @@ DEFAULT_METRICS = (
 
 
 def _resolve_baseline(results: Results, baseline: str | None) -> tuple[str, str] | None:
-    """``(key, value)`` the baseline groups share; None if no baseline is asked or found."""
-    keys = results.group_keys
+    """``(key, value)`` the baseline groups share; None if no baseline is asked or found. A bare
+    ``VALUE`` is one of ``variant``'s, or of the only key that varies; ``KEY=VALUE`` any key's."""
+    runs = results.runs
+    keys = varying_keys(runs, results.group_keys)
     if baseline is None:
-        runs = results.runs
         if "variant" in keys and (runs["variant"] == "none").any():
             return "variant", "none"
         return None
     if "=" in baseline:
         key, value = (s.strip() for s in baseline.split("=", 1))
-        if key not in keys:
-            raise unknown_choice("baseline key", key, keys)
+        if key not in results.group_keys:
+            raise unknown_choice("baseline key", key, results.group_keys)
     elif "variant" in keys or len(keys) == 1:
         key, value = ("variant" if "variant" in keys else keys[0]), baseline
     else:
@@ -135,12 +144,21 @@ def _resolve_baseline(results: Results, baseline: str | None) -> tuple[str, str]
 
 def compared_key(keys: Sequence[str], base: tuple[str, str] | None) -> str | None:
     """The key whose values are compared within a stratum: the baseline's, else ``variant``, else
-    the only key; None: the whole table is one stratum."""
+    the only key; None: the whole table is one stratum.
+
+    ``keys`` are the keys that *vary* across the runs: a key a sweep holds constant (e.g.
+    ``variant=scale_gradient`` in ``ablation=scale_placement``) compares nothing, and making it
+    the compared key would put every row in a stratum of its own (see :func:`varying_keys`)."""
     if base is not None:
         return base[0]
     if "variant" in keys:
         return "variant"
     return keys[0] if len(keys) == 1 else None
+
+
+def varying_keys(runs: pd.DataFrame, keys: Sequence[str]) -> list[str]:
+    """The group keys with more than one value among ``runs``."""
+    return [k for k in keys if runs[k].nunique(dropna=False) > 1]
 
 
 def status_note(statuses: pd.Series) -> str:
@@ -259,8 +277,9 @@ def summarize(
         )
     base = _resolve_baseline(results, baseline)
     keys = list(results.group_keys)
-    compared = compared_key(keys, base)
-    strata_keys = [k for k in keys if k != compared] if compared is not None else []
+    varying = varying_keys(runs, keys)
+    compared = compared_key(varying, base)
+    strata_keys = [k for k in varying if k != compared] if compared is not None else []
     groups = list(runs.groupby("group", sort=False))
     averaged = {label: m[m["status"].isin(AVERAGED)] for label, m in groups}
     rows, values, stratum_ids = [], [], {}
