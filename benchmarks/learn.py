@@ -44,11 +44,12 @@ def main() -> None:
     results = load_results(args.results)
     for group, runs in results.runs.groupby("group", sort=False):
         print(f"{group}:")
-        successes, total = 0, 0
+        successes, total, thresholds = 0, 0, set()
         for run in runs.itertuples():
             rows = store.read_metrics(Path(run.path) / "metrics.jsonl")
             summary = store.read_summary(run.path) or {}
             threshold = summary.get("threshold")
+            thresholds.add(threshold)
             marks = []
             for level in levels:
                 hit = _first(rows, level)
@@ -63,7 +64,10 @@ def main() -> None:
                 f"collapsed {_fmt(run.collapsed, '.0f')}), {'; '.join(marks)}, "
                 f"wall {_fmt(run.wall_time_s, '.0f')} s"
             )
-        print(f"  {successes}/{total} seeds ended with a final return >= the task's threshold")
+        if thresholds == {None}:
+            print("  (the task defines no success threshold)")
+        else:
+            print(f"  {successes}/{total} seeds ended with a final return >= the task's threshold")
 
 
 if __name__ == "__main__":
