@@ -76,7 +76,7 @@ def run(
     ] = False,
     config_dir: Annotated[Path | None, typer.Option("--config-dir", help=_CONFIG_DIR_HELP)] = None,
 ) -> None:
-    """Train one MuZero job into results/runs/<job name>/.
+    """Train one MuZero job into `results/runs/JOB_NAME/`.
 
     Examples:
 
