@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from experiments.errors import ConfigError
+from experiments.process import cores
 
 __all__ = [
     "COMPILED_SEARCH_TARGET",
@@ -409,11 +410,5 @@ def run_bench(
         )
     ]
     devices = tf.config.list_physical_devices("GPU")
-    device = devices[0].name if devices else f"CPU ({_cpu_count()} cores)"
+    device = devices[0].name if devices else f"CPU ({cores()} cores)"
     return BenchReport(s, rates, ratios, timings, device, step_flops)
-
-
-def _cpu_count() -> int:
-    import os
-
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
