@@ -116,11 +116,13 @@ DEFAULT_METRICS = (
 )
 
 
-def _resolve_baseline(results: Results, baseline: str | None) -> tuple[str, str] | None:
+def _resolve_baseline(
+    results: Results, baseline: str | None, keys: Sequence[str]
+) -> tuple[str, str] | None:
     """``(key, value)`` the baseline groups share; None if no baseline is asked or found. A bare
-    ``VALUE`` is one of ``variant``'s, or of the only key that varies; ``KEY=VALUE`` any key's."""
+    ``VALUE`` is one of ``variant``'s, or of the only key that varies (``keys``: the group keys
+    that vary, :func:`varying_keys`); ``KEY=VALUE`` any group key's."""
     runs = results.runs
-    keys = varying_keys(runs, results.group_keys)
     if baseline is None:
         if "variant" in keys and (runs["variant"] == "none").any():
             return "variant", "none"
@@ -275,9 +277,9 @@ def summarize(
             f"no completed or diverged run in '{results.root}' (none to average): "
             f"{status_note(runs['status'])}"
         )
-    base = _resolve_baseline(results, baseline)
     keys = list(results.group_keys)
     varying = varying_keys(runs, keys)
+    base = _resolve_baseline(results, baseline, varying)
     compared = compared_key(varying, base)
     strata_keys = [k for k in varying if k != compared] if compared is not None else []
     groups = list(runs.groupby("group", sort=False))
