@@ -69,8 +69,8 @@ class Inference:
         self._transform = variant.hidden if forward else None
         self._placement = placement if placement is not None else get_placement("pseudocode")
         self._jit_compile = jit_compile
-        self._initial = tf.function(self.initial_fn, jit_compile=jit_compile)
-        self._recurrent = tf.function(self.recurrent_fn, jit_compile=jit_compile)
+        self._initial = tf.function(self.initial_fn, jit_compile=jit_compile, autograph=False)
+        self._recurrent = tf.function(self.recurrent_fn, jit_compile=jit_compile, autograph=False)
         self._searches: dict[tuple, CompiledSearch] = {}
 
     def initial_fn(self, observations: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
