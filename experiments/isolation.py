@@ -6,6 +6,14 @@ many jobs. If a job ran inside it, a kill of the job (the out-of-memory killer, 
 the job from a process server (``multiprocessing``'s forkserver) that has imported the heavy
 libraries once (TensorFlow: several seconds saved per job), waits for it, and reports how it
 ended. The child gets the caller's environment and working directory, and dies with its server.
+
+A job that can reuse what an earlier job of the same shapes built (MuZero's compiled agents,
+:class:`experiments.muzero.agents.AgentCache`) runs in a :class:`JobHost` instead: one such child
+per launcher worker that runs that worker's jobs one after another, each with the caller's
+environment and working directory, and hands every job the same ``session`` dict to keep things
+in. Isolation is the same: a job that kills its process is one failed job, and the next job gets
+a new host. A host is kept per process settings (``key``: threads, XLA cache, determinism, which
+a process can only set once) and replaced when a job needs others.
 """
 
 from __future__ import annotations
@@ -16,10 +24,12 @@ import multiprocessing
 import os
 import signal
 import sys
-from collections.abc import Callable, Mapping, Sequence
+import traceback
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from multiprocessing.connection import Connection, wait
 from typing import Any
 
-__all__ = ["Ended", "run_isolated"]
+__all__ = ["Ended", "JobHost", "run_hosted", "run_isolated"]
 
 _PR_SET_PDEATHSIG = 1
 
@@ -97,11 +107,9 @@ def run_isolated(
     Returns:
       How the process ended.
     """
-    context = multiprocessing.get_context("forkserver")
     # The child re-applies its parent's start method; inside a launcher's worker that may be the
     # launcher's own (joblib's "loky"), so the server imports the module that registers it.
-    method_module = type(multiprocessing.get_context()).__module__
-    context.set_forkserver_preload([method_module, *preload])
+    context = _context(preload)
     process = context.Process(
         target=_child, args=(target, args, kwargs, dict(os.environ), os.getcwd()), daemon=False
     )
@@ -115,3 +123,115 @@ def run_isolated(
         exitcode=code if code is not None and code >= 0 else None,
         signal=-code if code is not None and code < 0 else None,
     )
+
+
+def _serve(conn: Connection) -> None:
+    """A host's loop: run each ``(target, args, kwargs, env, cwd)`` it receives, answer ``True``
+    (returned) or ``False`` (raised: the host then exits, its state is not trusted), until EOF."""
+    _die_with_parent()
+    session: dict[str, Any] = {}
+    while True:
+        try:
+            target, args, kwargs, env, cwd = conn.recv()
+        except (EOFError, OSError):
+            return
+        os.environ.clear()
+        os.environ.update(env)
+        os.chdir(cwd)
+        try:
+            target(*args, session=session, **kwargs)
+        except BaseException:  # noqa: BLE001 - reported as a failed job, then the host exits
+            traceback.print_exc()
+            conn.send(False)
+            sys.exit(1)
+        conn.send(True)
+
+
+class JobHost:
+    """A process, forked from the process server, that runs jobs one after another.
+
+    Args:
+      key: the process settings its jobs share (see the module docstring).
+      preload: modules the process server imports once.
+    """
+
+    def __init__(self, key: Hashable, *, preload: Sequence[str] = ()) -> None:
+        self.key = key
+        self._conn, child_conn = _context(preload).Pipe()
+        self._process = _context(preload).Process(target=_serve, args=(child_conn,), daemon=True)
+        self._process.start()
+        child_conn.close()
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    @property
+    def alive(self) -> bool:
+        return self._process.is_alive()
+
+    def run(self, target: Callable[..., Any], *args: Any, **kwargs: Any) -> Ended:
+        """Runs ``target(*args, session=..., **kwargs)`` in the host and waits for it.
+
+        Returns:
+          How it ended: ``exitcode`` 0 when it returned (the host lives on); else how the host
+          process ended (killed by a signal, or exited after an exception).
+        """
+        try:
+            self._conn.send((target, args, kwargs, dict(os.environ), os.getcwd()))
+            ready = wait([self._conn, self._process.sentinel])
+            if self._conn in ready and self._conn.recv():
+                return Ended(pid=self.pid, exitcode=0, signal=None)
+        except (EOFError, OSError):  # the host died before answering
+            pass
+        self._process.join()
+        code = self._process.exitcode
+        return Ended(
+            pid=self.pid,
+            exitcode=code if code is not None and code >= 0 else None,
+            signal=-code if code is not None and code < 0 else None,
+        )
+
+    def close(self) -> None:
+        """Ends the host (it exits at EOF) and waits for it."""
+        self._conn.close()
+        self._process.join(timeout=10)
+        if self._process.is_alive():  # pragma: no cover - a job that ignores EOF
+            self._process.kill()
+            self._process.join()
+
+
+def _context(preload: Sequence[str]):
+    context = multiprocessing.get_context("forkserver")
+    method_module = type(multiprocessing.get_context()).__module__
+    context.set_forkserver_preload([method_module, *preload])
+    return context
+
+
+_hosts: dict[str, JobHost] = {}  # this worker process's host, one at a time (see run_hosted)
+
+
+def run_hosted(
+    target: Callable[..., Any],
+    *args: Any,
+    key: Hashable,
+    preload: Sequence[str] = (),
+    **kwargs: Any,
+) -> Ended:
+    """Runs ``target(*args, session=..., **kwargs)`` in this process's :class:`JobHost` for
+    ``key``, starting one (and ending one for other settings) when needed; a host that died with
+    its job is replaced by the next call.
+
+    The one piece of module state in gradlab: a launcher worker calls this once per job, and the
+    host must outlive the call to be of use. It ends with the worker (daemon process).
+    """
+    host = _hosts.get("host")
+    if host is not None and (host.key != key or not host.alive):
+        host.close()
+        host = None
+    if host is None:
+        host = _hosts["host"] = JobHost(key, preload=preload)
+    ended = host.run(target, *args, **kwargs)
+    if ended.exitcode != 0:
+        _hosts.pop("host", None)
+    return ended

@@ -34,6 +34,9 @@ class Job:
         once, so a job does not pay for importing TensorFlow).
       check: checks across sections of a validated run config (e.g. that the value support
         covers the task's returns), raising ConfigError; run before anything is launched.
+      cache: makes what a job process keeps between the jobs it runs, handed to ``train`` as
+        ``cache=``; with it, a launcher worker runs its jobs one after another in one process
+        (:class:`~experiments.isolation.JobHost`) instead of a process each. None: nothing kept.
     """
 
     name: str
@@ -41,6 +44,7 @@ class Job:
     muzero_schema: type
     preload: tuple[str, ...] = ()
     check: Callable[[Any], None] | None = None
+    cache: Callable[[], Any] | None = None
 
     def validate(self, run: Any) -> None:
         """Runs :attr:`check` on a validated :class:`~experiments.config.RunConfig`."""
@@ -60,11 +64,18 @@ def _check_muzero(run: Any) -> None:
     resolve_support_sizes(run.task, run.muzero.network, discount=run.muzero.discount)
 
 
+def _agent_cache() -> Any:
+    from experiments.muzero.agents import AgentCache
+
+    return AgentCache()
+
+
 MUZERO = Job(
     name="muzero",
     train=_train_muzero,
     muzero_schema=MuZeroConfig,
     preload=("experiments._preload_tensorflow", "experiments.muzero.train", "wandb"),
     check=_check_muzero,
+    cache=_agent_cache,
 )
 """The MuZero job (``experiments.muzero.train.train``)."""

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from experiments import store
 from experiments.config import RunConfig, to_run_config, without_hydra
-from experiments.isolation import run_isolated
+from experiments.isolation import run_hosted, run_isolated
 from experiments.job import MUZERO, Job, TrainFn
 from experiments.stopping import DivergenceCheck
 
@@ -117,6 +117,7 @@ def run_job(
     tracker: Any = None,
     progress: Progress | None = None,
     clock: Callable[[], float] = time.monotonic,
+    cache: Any = None,
 ) -> dict[str, Any]:
     """Runs one job into ``job_dir`` and returns its summary (also written to ``summary.json``).
 
@@ -132,6 +133,8 @@ def run_job(
       tracker: a :class:`~experiments.tracking.Tracker`; default one from ``cfg.logger``.
       progress: where to report each row; default none.
       clock: seconds, for the wall-time budget.
+      cache: what the job's process keeps between jobs (:attr:`Job.cache`), passed to
+        ``train_fn`` as ``cache=``; None: nothing kept, and ``train_fn`` called without it.
 
     Returns:
       The summary dict (see ``docs/interfaces.md``).
@@ -191,7 +194,8 @@ def run_job(
         seed_everything(cfg.seed, deterministic=cfg.runtime.deterministic)
         variant, placement = cfg.variant.build()
         check = DivergenceCheck(cfg.divergence)
-        rows = iter(train_fn(cfg.muzero, cfg.task, variant, placement, seed=cfg.seed))
+        kept = {} if cache is None else {"cache": cache}
+        rows = iter(train_fn(cfg.muzero, cfg.task, variant, placement, seed=cfg.seed, **kept))
         with store.MetricsWriter(job_dir / "metrics.jsonl") as writer:
             while True:
                 if cfg.budget.out_of_time(clock() - t0):
@@ -272,11 +276,14 @@ def run_in_process(
     choices: Mapping[str, str | None],
     job: Job = MUZERO,
     progress: ProgressFactory | None = None,
+    session: dict[str, Any] | None = None,
 ) -> None:
     """The job in this process: threads, the job lock, validation, then :func:`run_job`.
 
     What :func:`execute` runs in the job's own process (arguments as there). Writes the job's
     results folder and never raises for the job's own problems (a bad config is a failed job).
+    ``session``: the dict a :class:`~experiments.isolation.JobHost` keeps for its jobs, where
+    the job's :attr:`~experiments.job.Job.cache` lives; None in a process of the job's own.
     """
     from omegaconf import OmegaConf
 
@@ -309,11 +316,30 @@ def run_in_process(
                 train_fn=job.train,
                 ablation=ablation,
                 progress=progress(name, total) if show else None,
+                cache=_cache(job, session),
             )
         except Exception as err:  # noqa: BLE001 - e.g. a bad config: one failed job
             _failed(
                 job_dir, name, _first_line(err), ablation=ablation, trace=traceback.format_exc()
             )
+
+
+def _cache(job: Job, session: dict[str, Any] | None) -> Any:
+    if job.cache is None or session is None:
+        return None
+    if job.name not in session:
+        session[job.name] = job.cache()
+    return session[job.name]
+
+
+def _host_key(cfg: Any) -> tuple:
+    """The process settings a job sets once per process (see :mod:`experiments.process`)."""
+    from omegaconf import OmegaConf
+
+    return tuple(
+        OmegaConf.select(cfg, f"runtime.{name}")
+        for name in ("threads", "xla_cache", "deterministic")
+    )
 
 
 def execute(
@@ -353,16 +379,17 @@ def execute(
         shown = "running in another process" if reason == "running elsewhere" else reason
         print(f"[  skipped] {name} ({shown})", flush=True)
         return {"status": "skipped", "job": name, "reason": reason}
-    ended = run_isolated(
-        run_in_process,
-        cfg,
-        job_dir,
+    arguments = dict(
         preload=job.preload,
         overrides=list(overrides),
         choices=dict(choices),
         job=job,
         progress=progress,
     )
+    if job.cache is None:
+        ended = run_isolated(run_in_process, cfg, job_dir, **arguments)
+    else:  # jobs of the same shapes in this worker reuse what they build (Job.cache)
+        ended = run_hosted(run_in_process, cfg, job_dir, key=_host_key(cfg), **arguments)
     summary = store.read_summary(job_dir)
     if summary is None or summary["status"] == "running":
         error = f"the job's process {ended.description} before it finished"

@@ -10,6 +10,7 @@ from experiments.config import register_schema, to_run_config
 from experiments.errors import ConfigError
 from experiments.gradients import get_placement, make_variant
 from experiments.hydra_app import CONF_DIR
+from experiments.muzero.agents import AgentCache
 from experiments.muzero.config import MuZeroConfig, NetworkConfig
 from experiments.muzero.train import train
 from experiments.tasks import TaskConfig
@@ -64,6 +65,50 @@ def test_same_seed_same_run_and_early_stop_is_fine():
     iterator = train(TINY, TaskConfig(), make_variant("none"), get_placement("hook"), seed=0)
     next(iterator)  # the caller may stop at any time
     iterator.close()
+
+
+def _without_time(rows):
+    return [{k: v for k, v in row.items() if not k.startswith("time/")} for row in rows]
+
+
+@pytest.mark.parametrize("variant", ["scale_gradient", "maxnorm"])
+def test_a_restarted_agent_runs_bit_for_bit_as_a_new_one(variant):
+    """AgentCache: a run on a kept agent (trained by an earlier run of another seed, stopped
+    half-way) yields exactly the rows of a run on a new agent: weights and optimizer state
+    restart; the compiled step (XLA) and search are the very same functions. maxnorm: a kernel
+    constraint and a forward transform in the search."""
+    config = dataclasses.replace(TINY, training_steps=12, jit_compile=True)
+    task, placement = TaskConfig(), get_placement("pseudocode")
+    new = list(train(config, task, make_variant(variant), placement, seed=5))
+    cache = AgentCache()
+    earlier = train(config, task, make_variant(variant), placement, seed=4, cache=cache)
+    earlier_rows = [next(earlier) for _ in range(7)]
+    earlier.close()
+    kept = list(train(config, task, make_variant(variant), placement, seed=5, cache=cache))
+    assert (cache.misses, cache.hits) == (1, 1)
+    assert _without_time(kept) == _without_time(new)
+    assert kept[0]["loss/total"] != earlier_rows[0]["loss/total"]  # the seed did change
+
+
+def test_agent_cache_keys_on_the_whole_configuration_and_keeps_the_latest():
+    cache = AgentCache(capacity=2)
+    task, placement = TaskConfig(), get_placement("pseudocode")
+
+    def run(config, variant="none", seed=0, **params):
+        list(train(config, task, make_variant(variant, **params), placement, seed=seed,
+                   cache=cache))  # fmt: skip
+
+    run(TINY)
+    run(TINY, seed=1)  # same configuration, another seed: kept
+    run(dataclasses.replace(TINY, learning_rate=0.02))  # a constant of the compiled step
+    run(TINY, variant="scale_gradient", scale=0.25)
+    run(TINY, variant="scale_gradient", scale=0.5)  # another parameter: another graph
+    assert (cache.hits, cache.misses, len(cache)) == (1, 4, 2)
+    run(TINY, variant="scale_gradient", scale=0.25)  # still kept (the two latest)
+    run(TINY)  # dropped: built again
+    assert (cache.hits, cache.misses) == (2, 5)
+    with pytest.raises(ValueError, match="capacity"):
+        AgentCache(capacity=0)
 
 
 def test_composed_yaml_gives_the_dataclass_defaults_and_presets_change_them():

@@ -93,6 +93,7 @@ class Learner:
             if not any(v is w for name in config.freeze for w in self._groups[name])
         ]
         self.optimizer.build([self._variables[i] for i in self._applied])
+        self._optimizer_start = [v.numpy() for v in self.optimizer.variables]
         self._metric_names: list[str] = []
         # autograph=False: the step has no tensor-dependent Python control flow (its loops run
         # over Python ints), so AutoGraph's source transformation would only cost time: about half
@@ -104,6 +105,18 @@ class Learner:
             autograph=False,
         )
         self._step: Any = None  # the traced step, called directly (see update_tensors)
+
+    def restart(self, initial: Networks) -> None:
+        """Back to step 0: ``initial``'s weights (networks built like these, from another seed)
+        and the optimizer's state as it was built (step counter and moments at zero).
+
+        The compiled step keeps its variables, so it is not traced nor compiled again: a run
+        after ``restart`` computes exactly what a new learner on ``initial`` would.
+        """
+        for target, source in zip(self.networks.variables, initial.variables, strict=True):
+            target.assign(source)
+        for variable, value in zip(self.optimizer.variables, self._optimizer_start, strict=True):
+            variable.assign(value)
 
     def unroll(
         self, observations: tf.Tensor, actions: tf.Tensor

@@ -146,6 +146,11 @@ class Networks:
         self.prediction = keras.Model(h_pred, [policy, value], name="prediction")
 
     @property
+    def variables(self) -> list[tf.Variable]:
+        """All variables, in the order of :attr:`trainable_variables` (they are all trainable)."""
+        return self.representation.variables + self.dynamics.variables + self.prediction.variables
+
+    @property
     def trainable_variables(self) -> list[tf.Variable]:
         """All trainable variables: representation, then dynamics, then prediction."""
         return (

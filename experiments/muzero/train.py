@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from experiments.gradients import Placement, Variant
+from experiments.muzero.agents import Agent, AgentCache
 from experiments.muzero.config import MuZeroConfig
 from experiments.muzero.learner import Learner
 from experiments.muzero.networks import Networks
@@ -36,6 +37,7 @@ def train(
     placement: Placement,
     *,
     seed: int,
+    cache: AgentCache | None = None,
 ) -> Iterator[dict[str, float]]:
     """Trains MuZero on ``task`` with ``variant`` at ``placement``; yields one dict per step.
 
@@ -48,6 +50,11 @@ def train(
     Rewards (so returns and targets) are the task's times ``task.reward_scale``. Support sizes
     left ``None`` are sized from the task, and explicit ones that do not cover it are refused
     (:func:`~experiments.muzero.support.resolve_support_sizes`, ``ConfigError``).
+
+    ``cache``: where the agent (networks, compiled train step and search) is kept for the next
+    run of the same configuration in this process, which restarts it for its seed instead of
+    tracing and compiling again (:class:`~experiments.muzero.agents.AgentCache`); the numbers
+    are the same either way.
 
     The caller may stop iterating at any time; nothing needs cleaning up.
     """
@@ -62,20 +69,38 @@ def train(
 
     env = make_env(task, config.num_envs, seed=env_seed)
     eval_env = make_env(task, config.eval_episodes, seed=eval_seed)
-    networks = Networks(
-        network_config,
-        observation_size=env.observation_size,
-        num_actions=env.num_actions,
-        seed=net_seed,
-        kernel_constraint=variant.kernel_constraint,
-        observation_shape=env.observation_shape,
-    )
-    learner = Learner(networks, config=config, variant=variant, placement=placement)
-    # The search plans with the model as trained: the variant's forward transform, if any, sits in
-    # its recurrent inference where the learner's unroll puts it.
-    inference = Inference(
-        networks, variant=variant, placement=placement, jit_compile=config.jit_compile
-    )
+
+    def networks() -> Networks:
+        return Networks(
+            network_config,
+            observation_size=env.observation_size,
+            num_actions=env.num_actions,
+            seed=net_seed,
+            kernel_constraint=variant.kernel_constraint,
+            observation_shape=env.observation_shape,
+        )
+
+    def build(nets: Networks) -> Agent:
+        learner = Learner(nets, config=config, variant=variant, placement=placement)
+        # The search plans with the model as trained: the variant's forward transform, if any,
+        # sits in its recurrent inference where the learner's unroll puts it.
+        inference = Inference(
+            nets, variant=variant, placement=placement, jit_compile=config.jit_compile
+        )
+        return Agent(nets, learner, inference)
+
+    if cache is None:
+        agent = build(networks())
+    else:
+        key = (
+            repr(config),
+            repr(task),
+            variant.name,
+            tuple(sorted(variant.params.items())),
+            placement.name,
+        )
+        agent = cache.agent(key, networks, build)
+    learner, inference = agent.learner, agent.inference
     replay = ReplayBuffer(
         capacity=config.replay_capacity,
         observation_size=env.observation_size,
