@@ -48,6 +48,16 @@ class Ended:
     exitcode: int | None
     signal: int | None
 
+    @classmethod
+    def of(cls, process: multiprocessing.process.BaseProcess) -> Ended:
+        """How a joined ``process`` ended (a negative exit code is the signal that killed it)."""
+        code = process.exitcode
+        return cls(
+            pid=process.pid,
+            exitcode=code if code is not None and code >= 0 else None,
+            signal=-code if code is not None and code < 0 else None,
+        )
+
     @property
     def description(self) -> str:
         """``'killed by signal 9 (SIGKILL)'``, ``'exited with status 1'``, ``'exited normally'``."""
@@ -117,12 +127,7 @@ def run_isolated(
     if on_start is not None:
         on_start(process.pid)
     process.join()
-    code = process.exitcode
-    return Ended(
-        pid=process.pid,
-        exitcode=code if code is not None and code >= 0 else None,
-        signal=-code if code is not None and code < 0 else None,
-    )
+    return Ended.of(process)
 
 
 def _serve(conn: Connection) -> None:
@@ -157,8 +162,9 @@ class JobHost:
 
     def __init__(self, key: Hashable, *, preload: Sequence[str] = ()) -> None:
         self.key = key
-        self._conn, child_conn = _context(preload).Pipe()
-        self._process = _context(preload).Process(target=_serve, args=(child_conn,), daemon=True)
+        context = _context(preload)
+        self._conn, child_conn = context.Pipe()
+        self._process = context.Process(target=_serve, args=(child_conn,), daemon=True)
         self._process.start()
         child_conn.close()
 
@@ -185,12 +191,7 @@ class JobHost:
         except (EOFError, OSError):  # the host died before answering
             pass
         self._process.join()
-        code = self._process.exitcode
-        return Ended(
-            pid=self.pid,
-            exitcode=code if code is not None and code >= 0 else None,
-            signal=-code if code is not None and code < 0 else None,
-        )
+        return Ended.of(self._process)
 
     def close(self) -> None:
         """Ends the host (it exits at EOF) and waits for it."""
