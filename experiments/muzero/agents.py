@@ -25,9 +25,8 @@ __all__ = ["Agent", "AgentCache"]
 
 @dataclasses.dataclass(frozen=True)
 class Agent:
-    """What one run trains and plans with."""
+    """What one run trains and plans with (its networks: ``learner.networks``)."""
 
-    networks: Networks
     learner: Learner
     inference: Inference
 

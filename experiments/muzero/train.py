@@ -87,7 +87,7 @@ def train(
         inference = Inference(
             nets, variant=variant, placement=placement, jit_compile=config.jit_compile
         )
-        return Agent(nets, learner, inference)
+        return Agent(learner, inference)
 
     if cache is None:
         agent = build(networks())
