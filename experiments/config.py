@@ -120,16 +120,25 @@ class LoggerConfig:
       project: the W&B project.
       entity: the W&B entity (user or team), or None for the default.
       tags: extra tags of every run.
+      every: W&B gets every ``every``-th row (steps that are multiples of it) and the run's last
+        row; ``metrics.jsonl`` always has every row. Each logged row costs W&B about 2.5 ms of
+        CPU (its client and its service process), a third of a Catch training step, so the
+        default is 10; ``logger.every=1`` mirrors every row.
     """
 
     mode: str = "offline"
     project: str = "gradlab"
     entity: str | None = None
     tags: list[str] = dataclasses.field(default_factory=list)
+    every: int = 10
 
     def __post_init__(self) -> None:
         if self.mode not in LOGGER_MODES:
             raise unknown_choice("logger.mode", self.mode, LOGGER_MODES)
+        if self.every < 1:
+            raise ConfigError(
+                f"logger.every={self.every!r} is out of range; expected an integer >= 1"
+            )
         object.__setattr__(self, "tags", tuple(self.tags))
 
 

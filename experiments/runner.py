@@ -183,6 +183,7 @@ def run_job(
             name=job,
             tags=(*cfg.logger.tags, cfg.task.name, cfg.variant.name, cfg.variant.placement),
             config=resolved,
+            every=cfg.logger.every,
         )
     progress = progress or _NoProgress()
     t0 = clock()

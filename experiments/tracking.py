@@ -123,6 +123,8 @@ class WandbTracker:
       name: the job's name.
       tags: W&B tags.
       config: the resolved config (plain dicts).
+      every: log the rows of steps that are multiples of ``every``, and the last row (at
+        :meth:`finish`); 1: every row.
     """
 
     def __init__(
@@ -137,9 +139,12 @@ class WandbTracker:
         name: str,
         tags: Sequence[str],
         config: Mapping[str, Any],
+        every: int = 1,
     ) -> None:
         self._run: Any = None
         self.warning: str | None = None
+        self._every = every
+        self._held: tuple[Mapping[str, float], int] | None = None  # the last row, not yet logged
         if mode == "online" and not _has_api_key():
             self._warn_once("logger=wandb_online but no W&B API key is set; logging offline")
             mode = "offline"
@@ -202,6 +207,13 @@ class WandbTracker:
     def log(self, row: Mapping[str, float], *, step: int) -> None:
         if self._run is None:
             return
+        if step % self._every:
+            self._held = (row, step)
+            return
+        self._held = None
+        self._log(row, step)
+
+    def _log(self, row: Mapping[str, float], step: int) -> None:
         try:
             self._run.log(namespaced(row), step=step)
         except Exception as err:  # noqa: BLE001
@@ -209,6 +221,9 @@ class WandbTracker:
             self._close(1)
 
     def finish(self, summary: Mapping[str, Any]) -> None:
+        if self._held is not None and self._run is not None:
+            self._log(*self._held)  # the run's last row, whatever its step
+            self._held = None
         if self._run is None:
             return
         try:
@@ -248,6 +263,7 @@ def make_tracker(
     name: str = "",
     tags: Sequence[str] = (),
     config: Mapping[str, Any] | None = None,
+    every: int = 1,
 ) -> Tracker:
     """The tracker for ``mode`` (``offline`` | ``online`` | ``none``); see :class:`WandbTracker`."""
     if mode == "none":
@@ -262,4 +278,5 @@ def make_tracker(
         name=name,
         tags=tags,
         config=config or {},
+        every=every,
     )

@@ -128,6 +128,7 @@ BAD = [
     (["run", "divergence.factor=0.5", R, *C], "divergence.factor=0.5 is out of range"),
     (["run", "divergence.reference_steps=0", R, *C], "divergence.reference_steps=0 is out of"),
     (["run", "runtime.threads=0", R, *C], "runtime.threads=0 is out of range"),
+    (["run", "logger.every=0", R, *C], "logger.every=0 is out of range"),
     (["sweep", "ablation=clip", "--jobs", "0", R, *C], "--jobs 0 is out of range"),
     (["sweep", "ablation=clip", "--jobs", "-2", R, *C], "--jobs -2 is out of range"),
     # misused commands

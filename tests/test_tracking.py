@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import struct
+
 import pytest
 
 from experiments import tracking
 
 
-def _tracker(job_dir, mode="offline"):
+def _tracker(job_dir, mode="offline", every=1):
     return tracking.make_tracker(
         job_dir,
         mode=mode,
+        every=every,
         group="hidden_scale",
         job_type="scale_gradient",
         name="variant=scale_gradient__seed=0",
@@ -45,6 +48,50 @@ def test_offline_run_lands_in_the_job_folder(tmp_path, monkeypatch):
     assert not tracker.active
     runs = list(tmp_path.glob("wandb/offline-run-*/run-*.wandb"))
     assert len(runs) == 1 and runs[0].stat().st_size > 0
+
+
+def _history_steps(run_file):
+    """The steps of the history records in a W&B run file, read independently of the W&B client:
+    a 7-byte header, then LevelDB-log records (32 KiB blocks; each piece has a 7-byte header:
+    CRC, length, type 1 full / 2 first / 3 middle / 4 last) of ``wandb_internal_pb2.Record``."""
+    from wandb.proto import wandb_internal_pb2
+
+    data = run_file.read_bytes()
+    assert data[:4] == b":W&B"
+    block, pos, pieces, steps = 32768, 7, [], []
+    while pos + 7 <= len(data):
+        left = block - pos % block
+        _, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
+        if left < 7 or (kind == 0 and length == 0):  # block trailer / padding
+            pos += left
+            continue
+        pieces.append(data[pos + 7 : pos + 7 + length])
+        pos += 7 + length
+        if kind in (1, 4):
+            record = wandb_internal_pb2.Record.FromString(b"".join(pieces))
+            pieces = []
+            if record.WhichOneof("record_type") == "history":
+                steps.append(record.history.step.num)
+    return steps
+
+
+@pytest.mark.parametrize(
+    ("every", "last", "expected"),
+    [
+        (1, 5, [1, 2, 3, 4, 5]),
+        (10, 25, [10, 20, 25]),  # multiples of 10, and the last row
+        (10, 30, [10, 20, 30]),  # the last row is a multiple: logged once
+        (10, 7, [7]),  # a run shorter than `every` still has its last row
+    ],
+)
+def test_every_nth_row_and_the_last_reach_the_run_file(tmp_path, monkeypatch, every, last, expected):
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    tracker = _tracker(tmp_path, every=every)
+    for step in range(1, last + 1):
+        tracker.log({"step": step, "loss/total": 1.0 / step}, step=step)
+    tracker.finish({"status": "completed", "steps": last})
+    (run_file,) = tmp_path.glob("wandb/offline-run-*/run-*.wandb")
+    assert _history_steps(run_file) == expected
 
 
 def test_online_without_key_warns_once_and_logs_offline(tmp_path, monkeypatch, capsys):
