@@ -20,7 +20,8 @@ __all__ = ["list_", "run", "sweep"]
 
 _OVERRIDES_HELP = (
     "Hydra overrides: seed=0, variant=scale_gradient variant.scale=0.25, task=cartpole, "
-    "regime=stress, logger=none, budget.max_steps=200, muzero.unroll_steps=10, ..."
+    "regime=stress, logger=none (or logger.every=1: every row to W&B, not every 10th), "
+    "budget.max_steps=200, muzero.unroll_steps=10, ..."
 )
 _CONFIG_DIR_HELP = "A Hydra config folder to use instead of gradlab's own conf/ (e.g. a copy)."
 

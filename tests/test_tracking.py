@@ -84,7 +84,9 @@ def _history_steps(run_file):
         (10, 7, [7]),  # a run shorter than `every` still has its last row
     ],
 )
-def test_every_nth_row_and_the_last_reach_the_run_file(tmp_path, monkeypatch, every, last, expected):
+def test_every_nth_row_and_the_last_reach_the_run_file(
+    tmp_path, monkeypatch, every, last, expected
+):
     monkeypatch.delenv("WANDB_MODE", raising=False)
     tracker = _tracker(tmp_path, every=every)
     for step in range(1, last + 1):
