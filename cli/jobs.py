@@ -127,6 +127,15 @@ def _parallel(jobs: str, *, launcher_given: bool) -> int:
     return count
 
 
+def _deal(planned: list, workers: int) -> int:
+    """Jobs dealt to a worker at a time: a run of seeds of one configuration in one worker when
+    that shortens the sweep (it builds the configuration once; :mod:`experiments.dealing`)."""
+    from experiments.dealing import deal_size
+
+    keys = [tuple(o for o in j.overrides if o.split("=", 1)[0] != "seed") for j in planned]
+    return deal_size(keys, workers)
+
+
 @guarded
 def sweep(
     ctx: typer.Context,
@@ -140,7 +149,8 @@ def sweep(
             "--jobs",
             "-j",
             help="Jobs at once on this machine: auto (one per core, 1 TensorFlow thread each), "
-            "or N (N > 1: cores // N threads each; 1: one at a time, all cores).",
+            "or N (N > 1: cores // N threads each; 1: one at a time, all cores). In parallel, "
+            "a configuration's seeds go to one worker when that saves builds.",
         ),
     ] = "auto",
     dry_run: Annotated[
@@ -192,6 +202,7 @@ def sweep(
         threads = 1 if jobs == "auto" else max(1, cores() // parallel)
         extra.append(f"runtime.threads={threads}")
         hyd = [*hyd, "hydra/launcher=joblib", f"hydra.launcher.n_jobs={parallel}"]
+        hyd.append(f"hydra.launcher.batch_size={_deal(planned, parallel)}")
     if force:
         extra.append("runtime.force=true")
     if len(skipped) < len(planned):

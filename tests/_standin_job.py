@@ -105,6 +105,16 @@ JOB = Job(
 )
 """The stand-in job: pass it where gradlab takes a job."""
 
+
+def train_hosted(*args: Any, cache: dict, **kwargs: Any) -> Iterator[dict[str, float]]:
+    """:func:`train` for :data:`HOSTED_JOB`: counts the jobs its host ran in ``cache``."""
+    cache["jobs"] = cache.get("jobs", 0) + 1
+    return train(*args, **kwargs)
+
+
+HOSTED_JOB = dataclasses.replace(JOB, name="stand-in (hosted)", train=train_hosted, cache=dict)
+"""The stand-in with :attr:`Job.cache`: a launcher worker runs its jobs in one host process."""
+
 STANDIN_MUZERO_YAML = """\
 defaults:
   - schema

@@ -140,3 +140,31 @@ def test_failures_are_isolated_and_rerun(tmp_path, monkeypatch):
     assert again.exit_code == 1
     assert "4 jobs: 1 completed, 0 diverged, 0 timeout, 1 failed, 2 skipped" in again.output
     assert [r["step"] for r in store.read_metrics(killed / "metrics.jsonl")] == [1, 2, 3, 4, 5]
+
+
+def test_parallel_sweep_deals_the_seeds_of_a_configuration_to_one_worker(tmp_path, monkeypatch):
+    """With --jobs 2, 2 variants x 2 seeds go to the workers a variant at a time (joblib's
+    batch_size from experiments/dealing.py), so each variant's seeds run in one host process."""
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    conf = standin.make_conf(tmp_path)
+    res = tmp_path / "res"
+    args = [
+        "sweep",
+        "ablation=hidden_scale",
+        "regime=paper",
+        "variant=none,scale_gradient",
+        "seed=0,1",
+        "logger=none",
+        f"runtime.results_dir={res}",
+        "--config-dir",
+        str(conf),
+        "--jobs",
+        "2",
+    ]
+    result = CliRunner().invoke(app, args, obj=standin.HOSTED_JOB)
+    assert result.exit_code == 0, result.output
+    assert "4 jobs: 4 completed" in result.output
+    pids = {name: _summary(res / "hidden_scale" / name)["pid"] for name in JOBS}
+    for variant in ("none", "scale_gradient"):
+        seed0, seed1 = (pids[f"regime=paper__variant={variant}__seed={s}"] for s in (0, 1))
+        assert seed0 == seed1, pids
