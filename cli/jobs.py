@@ -202,7 +202,12 @@ def sweep(
         threads = 1 if jobs == "auto" else max(1, cores() // parallel)
         extra.append(f"runtime.threads={threads}")
         hyd = [*hyd, "hydra/launcher=joblib", f"hydra.launcher.n_jobs={parallel}"]
-        hyd.append(f"hydra.launcher.batch_size={_deal(planned, parallel)}")
+        # joblib cuts its queue into deals of batch_size * n_jobs jobs at a time; its default
+        # first cut (pre_dispatch, 2 * n_jobs jobs) would shift every later deal off the
+        # configurations' boundaries, so everything is queued at once (workers still take the
+        # next deal as they free up).
+        deal = _deal(planned, parallel)
+        hyd += [f"hydra.launcher.batch_size={deal}", "hydra.launcher.pre_dispatch=all"]
     if force:
         extra.append("runtime.force=true")
     if len(skipped) < len(planned):

@@ -143,8 +143,9 @@ def test_failures_are_isolated_and_rerun(tmp_path, monkeypatch):
 
 
 def test_parallel_sweep_deals_the_seeds_of_a_configuration_to_one_worker(tmp_path, monkeypatch):
-    """With --jobs 2, 2 variants x 2 seeds go to the workers a variant at a time (joblib's
-    batch_size from experiments/dealing.py), so each variant's seeds run in one host process."""
+    """With --jobs 2, 2 variants x 3 seeds go to the workers a variant at a time (joblib's
+    batch_size from experiments/dealing.py, all dispatched at once so that deals start at a
+    variant's first seed), so each variant's seeds run in one host process."""
     monkeypatch.delenv("WANDB_MODE", raising=False)
     conf = standin.make_conf(tmp_path)
     res = tmp_path / "res"
@@ -153,7 +154,7 @@ def test_parallel_sweep_deals_the_seeds_of_a_configuration_to_one_worker(tmp_pat
         "ablation=hidden_scale",
         "regime=paper",
         "variant=none,scale_gradient",
-        "seed=0,1",
+        "seed=0,1,2",
         "logger=none",
         f"runtime.results_dir={res}",
         "--config-dir",
@@ -163,8 +164,8 @@ def test_parallel_sweep_deals_the_seeds_of_a_configuration_to_one_worker(tmp_pat
     ]
     result = CliRunner().invoke(app, args, obj=standin.HOSTED_JOB)
     assert result.exit_code == 0, result.output
-    assert "4 jobs: 4 completed" in result.output
-    pids = {name: _summary(res / "hidden_scale" / name)["pid"] for name in JOBS}
+    assert "6 jobs: 6 completed" in result.output
     for variant in ("none", "scale_gradient"):
-        seed0, seed1 = (pids[f"regime=paper__variant={variant}__seed={s}"] for s in (0, 1))
-        assert seed0 == seed1, pids
+        names = [f"regime=paper__variant={variant}__seed={s}" for s in (0, 1, 2)]
+        pids = {_summary(res / "hidden_scale" / name)["pid"] for name in names}
+        assert len(pids) == 1, (variant, pids)
