@@ -101,6 +101,31 @@ def _compose(config_dir: Path, overrides: list[str]) -> Any:
         GlobalHydra.instance().clear()
 
 
+def _compose_job(
+    config_dir: Path, overrides: list[str], hyd: list[str], composed: dict[tuple[str, ...], Any]
+) -> Any:
+    """A job's config, as :func:`_compose` gives it; jobs that differ only in a plain ``seed=``
+    override share one composition (in ``composed``), which then takes the job's seed as Hydra
+    applies a value override (``ConfigLoaderImpl._apply_overrides_to_config``: the same checks
+    and errors). Hydra's compose is most of a plan's time (about 0.12 s a job on 2 cores); the
+    seed names no config group, so nothing else of the config depends on it. The shared config
+    is changed in place: use it before composing the next job."""
+    seeds = [o for o in overrides if o.split("=", 1)[0] == "seed"]
+    if len(seeds) != 1:
+        return _compose(config_dir, [*overrides, *hyd])
+    rest = tuple(o for o in overrides if o not in seeds)
+    if rest not in composed:
+        composed[rest] = _compose(config_dir, [*rest, *hyd])
+    cfg = composed[rest]
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+
+    try:
+        ConfigLoaderImpl._apply_overrides_to_config(_parse(seeds), cfg)
+    except Exception as err:  # noqa: BLE001 - as _compose reports Hydra's errors
+        raise composition_error(err) from None
+    return cfg
+
+
 _LAUNCHER_PACKAGES = {"ray": ("hydra_plugins.hydra_ray_launcher", "pip install -e '.[ray]'")}
 
 
@@ -212,9 +237,10 @@ def plan(
 
     planned: list[PlannedJob] = []
     seen: dict[str, list[str]] = {}
+    composed: dict[tuple[str, ...], Any] = {}
     ablation = None
     for job_overrides in jobs:
-        cfg = _compose(config_dir, [*job_overrides, *hyd])
+        cfg = _compose_job(config_dir, job_overrides, hyd, composed)
         choices = cfg.hydra.runtime.choices
         _check_launcher(cfg)
         ablation = choices.get("ablation") if multirun else None
