@@ -26,6 +26,20 @@ def _summary(job_dir):
     return json.loads((job_dir / "summary.json").read_text())
 
 
+def _sweep_args(conf, res, *, seeds):
+    """A stand-in sweep of 2 variants in one regime of the main job's two."""
+    return [
+        "sweep",
+        "ablation=hidden_scale",
+        "regime=paper",
+        "variant=none,scale_gradient",
+        f"seed={seeds}",
+        f"runtime.results_dir={res}",
+        "--config-dir",
+        str(conf),
+    ]
+
+
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory):
     """One joblib sweep of 2 variants x 2 seeds, shared by the tests below."""
@@ -34,16 +48,7 @@ def swept(tmp_path_factory):
         mp.delenv("WANDB_MODE", raising=False)
         conf = standin.make_conf(root)
         res = root / "res"
-        args = [
-            "sweep",
-            "ablation=hidden_scale",
-            "regime=paper",  # one regime of the main job's two
-            "variant=none,scale_gradient",
-            "seed=0,1",
-            f"runtime.results_dir={res}",
-            "--config-dir",
-            str(conf),
-        ]
+        args = _sweep_args(conf, res, seeds="0,1")
         result = _invoke([*args, "--jobs", "2"])
         yield {"result": result, "args": args, "res": res, "mp": mp}
 
@@ -149,19 +154,7 @@ def test_parallel_sweep_deals_the_seeds_of_a_configuration_to_one_worker(tmp_pat
     monkeypatch.delenv("WANDB_MODE", raising=False)
     conf = standin.make_conf(tmp_path)
     res = tmp_path / "res"
-    args = [
-        "sweep",
-        "ablation=hidden_scale",
-        "regime=paper",
-        "variant=none,scale_gradient",
-        "seed=0,1,2",
-        "logger=none",
-        f"runtime.results_dir={res}",
-        "--config-dir",
-        str(conf),
-        "--jobs",
-        "2",
-    ]
+    args = [*_sweep_args(conf, res, seeds="0,1,2"), "logger=none", "--jobs", "2"]
     result = CliRunner().invoke(app, args, obj=standin.HOSTED_JOB)
     assert result.exit_code == 0, result.output
     assert "6 jobs: 6 completed" in result.output
