@@ -132,8 +132,7 @@ def _deal(planned: list, workers: int) -> int:
     that shortens the sweep (it builds the configuration once; :mod:`experiments.dealing`)."""
     from experiments.dealing import deal_size
 
-    keys = [tuple(o for o in j.overrides if o.split("=", 1)[0] != "seed") for j in planned]
-    return deal_size(keys, workers)
+    return deal_size([j.configuration for j in planned], workers)
 
 
 @guarded

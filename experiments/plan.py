@@ -23,7 +23,14 @@ from experiments.config_errors import composition_error
 from experiments.errors import ConfigError
 from experiments.job import MUZERO, Job
 
-__all__ = ["PlannedJob", "expand", "group_options", "plan", "split_hydra_overrides"]
+__all__ = [
+    "PlannedJob",
+    "expand",
+    "group_options",
+    "plan",
+    "split_hydra_overrides",
+    "split_seed",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,6 +42,17 @@ class PlannedJob:
     job_dir: Path
     run: bool  # False: finished and would be skipped
     reason: str  # new | failed | unfinished | forced | completed | diverged | timeout
+
+    @property
+    def configuration(self) -> tuple[str, ...]:
+        """Its overrides but the seed: the same for every seed of one configuration."""
+        return split_seed(self.overrides)[1]
+
+
+def split_seed(overrides: Sequence[str]) -> tuple[list[str], tuple[str, ...]]:
+    """``(the plain seed=... overrides, the others)`` of a job's overrides, in their order."""
+    seeds = [o for o in overrides if o.split("=", 1)[0] == "seed"]
+    return seeds, tuple(o for o in overrides if o.split("=", 1)[0] != "seed")
 
 
 def group_options(config_dir: str | Path, group: str) -> list[str]:
@@ -110,10 +128,9 @@ def _compose_job(
     and errors). Hydra's compose is most of a plan's time (about 0.12 s a job on 2 cores); the
     seed names no config group, so nothing else of the config depends on it. The shared config
     is changed in place: use it before composing the next job."""
-    seeds = [o for o in overrides if o.split("=", 1)[0] == "seed"]
+    seeds, rest = split_seed(overrides)
     if len(seeds) != 1:
         return _compose(config_dir, [*overrides, *hyd])
-    rest = tuple(o for o in overrides if o not in seeds)
     if rest not in composed:
         composed[rest] = _compose(config_dir, [*rest, *hyd])
     cfg = composed[rest]
