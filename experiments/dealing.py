@@ -23,6 +23,7 @@ out in smaller deals (one more build, nothing worse).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Hashable, Sequence
 
@@ -34,15 +35,14 @@ more than a restarted one of 14-21 s, a ``stress`` one 15-20 s more than 23-28 s
 main job); 0.5 is the low end, which favours the finer deal when in doubt."""
 
 
+def _runs(keys: Sequence[Hashable]) -> list[tuple[Hashable, int]]:
+    """``(key, length)`` of each run of equal consecutive keys."""
+    return [(key, sum(1 for _ in run)) for key, run in itertools.groupby(keys)]
+
+
 def run_lengths(keys: Sequence[Hashable]) -> list[int]:
     """Lengths of the runs of equal consecutive keys: ``[a, a, b, a]`` -> ``[2, 1, 1]``."""
-    lengths: list[int] = []
-    for i, key in enumerate(keys):
-        if i and key == keys[i - 1]:
-            lengths[-1] += 1
-        else:
-            lengths.append(1)
-    return lengths
+    return [length for _, length in _runs(keys)]
 
 
 def _length(groups: int, run: int, workers: int, deal: int, build_cost: float) -> float:
@@ -64,14 +64,10 @@ def deal_size(keys: Sequence[Hashable], workers: int, *, build_cost: float = BUI
     """
     if build_cost < 0:
         raise ValueError(f"build_cost={build_cost} is negative")
-    lengths = run_lengths(keys)
-    if workers < 2 or len(set(lengths)) != 1 or len(lengths) != len(set(_runs(keys))):
-        return 1
-    groups, run = len(lengths), lengths[0]
+    runs = _runs(keys)
+    lengths = {length for _, length in runs}
+    if workers < 2 or len(lengths) != 1 or len(runs) != len({key for key, _ in runs}):
+        return 1  # nothing to share, runs of unequal length, or a configuration in two runs
+    groups, run = len(runs), lengths.pop()
     divisors = [b for b in range(1, run + 1) if run % b == 0]
     return min(divisors, key=lambda b: (_length(groups, run, workers, b, build_cost), b))
-
-
-def _runs(keys: Sequence[Hashable]) -> list[Hashable]:
-    """The key of each run of equal consecutive keys."""
-    return [key for i, key in enumerate(keys) if not i or key != keys[i - 1]]
