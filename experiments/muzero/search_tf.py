@@ -43,6 +43,7 @@ from experiments.muzero._checks import (
     check_unit,
 )
 from experiments.muzero._tree_tf import RecurrentFnTF
+from experiments.muzero.compiled_call import FlatCall
 
 __all__ = [
     "CompiledOutput",
@@ -151,7 +152,7 @@ class CompiledSearch:
             q_form=self.q_form,
         )
         self._function = tf.function(self._move, jit_compile=jit_compile, autograph=False)
-        self._concrete: dict[tuple[int, int], object] = {}
+        self._concrete: dict[tuple[int, int], FlatCall] = {}
         self.traces = 0
 
     def _move(
@@ -190,7 +191,8 @@ class CompiledSearch:
         return actions, root_value, visits, q_values
 
     def concrete_function(self, batch_size: int, observation_size: int):
-        """The traced function for observations ``[batch_size, observation_size]`` (cached).
+        """The traced function for observations ``[batch_size, observation_size]`` (cached), called
+        through :class:`~experiments.muzero.compiled_call.FlatCall`.
 
         It takes ``(observations [B, O] float32, noise [B, A] float64, noise_fraction float64,
         temperature float64, uniforms [B, A] float64)`` tensors and returns ``(actions [B] int64,
@@ -199,12 +201,14 @@ class CompiledSearch:
         key = (int(batch_size), int(observation_size))
         if key not in self._concrete:
             width = self.num_actions
-            self._concrete[key] = self._function.get_concrete_function(
-                tf.TensorSpec([key[0], key[1]], tf.float32),
-                tf.TensorSpec([key[0], width], tf.float64),
-                tf.TensorSpec([], tf.float64),
-                tf.TensorSpec([], tf.float64),
-                tf.TensorSpec([key[0], width], tf.float64),
+            self._concrete[key] = FlatCall(
+                self._function.get_concrete_function(
+                    tf.TensorSpec([key[0], key[1]], tf.float32),
+                    tf.TensorSpec([key[0], width], tf.float64),
+                    tf.TensorSpec([], tf.float64),
+                    tf.TensorSpec([], tf.float64),
+                    tf.TensorSpec([key[0], width], tf.float64),
+                )
             )
         return self._concrete[key]
 
@@ -242,11 +246,11 @@ class CompiledSearch:
         fraction = check_unit("dirichlet_fraction", noise_fraction)
         temperature = check_temperature(temperature)
         outputs = function(
-            tf.constant(observations),
-            tf.constant(noise),
+            observations,
+            noise,
             tf.constant(fraction, tf.float64),
             tf.constant(temperature, tf.float64),
-            tf.constant(uniforms),
+            uniforms,
         )
         actions, root_value, visits, q_values = (t.numpy() for t in outputs)
         return CompiledOutput(actions, root_value, visits.astype(np.int64), q_values)
