@@ -145,3 +145,5 @@ def test_flatcall_refuses_a_signature_it_cannot_check():
 
     with pytest.raises(ConfigError, match="fully defined shape"):
         FlatCall(double.get_concrete_function(tf.TensorSpec([None], tf.float32)))
+    with pytest.raises(ConfigError, match="positional tensor"):
+        FlatCall(double.get_concrete_function(x=tf.TensorSpec([2], tf.float32)))

@@ -2,14 +2,15 @@
 
 Calling a ``tf.function``'s concrete function binds the call's arguments to the traced signature
 on every call (``inspect``-style binding, then a ``TensorSpec`` cast and subtype check per
-input) before it runs the graph. For the train step (7 inputs) and the search (5) that binding
-costs about as much as a tenth of the step itself on this machine
-(``python benchmarks/dispatch_cost.py``). :class:`FlatCall` checks each input's dtype and shape
-against the signature itself (a tuple comparison per input) and runs the graph through the
-concrete function's own flat entry point (``ConcreteFunction._call_flat``, what the public call
-ends in after binding): the same graph on the same tensors, so the numbers are the same bit for
-bit (``tests/test_compiled_call.py``). ``_call_flat`` is private to TensorFlow, pinned here at
-2.21.0; the test fails if it goes away or changes what it returns.
+input) before it runs the graph. For the default train step (7 inputs in a dict) that binding
+cost 0.1-0.3 ms a call on this machine, about 5% of the step, and about 0.05-0.07 ms (5-6%) for
+a self-play move's search (5 inputs) (``python benchmarks/dispatch_cost.py``). :class:`FlatCall`
+checks each input's dtype and shape against the signature itself (a tuple comparison per input)
+and runs the graph through the concrete function's own flat entry point
+(``ConcreteFunction._call_flat``, what the public call ends in after binding): the same graph on
+the same tensors, so the numbers are the same bit for bit (``tests/test_compiled_call.py``).
+``_call_flat`` is private to TensorFlow, pinned here at 2.21.0; the tests fail if it goes away
+or changes what it returns.
 """
 
 from __future__ import annotations
@@ -36,15 +37,19 @@ class FlatCall:
     """
 
     def __init__(self, concrete: Any) -> None:
-        specs = tf.nest.flatten(concrete.structured_input_signature)
-        if not specs or not all(
-            isinstance(s, tf.TensorSpec) and s.shape.is_fully_defined() for s in specs
+        args, kwargs = concrete.structured_input_signature
+        specs = tf.nest.flatten(args)
+        if (
+            kwargs
+            or not specs
+            or not all(isinstance(s, tf.TensorSpec) and s.shape.is_fully_defined() for s in specs)
         ):
             raise ConfigError(
-                f"{concrete.name}: every input must be a tensor of fully defined shape, got {specs}"
+                f"{concrete.name}: every input must be a positional tensor of fully defined "
+                f"shape, got {args} {kwargs}"
             )
         self._concrete = concrete
-        self._signature = concrete.structured_input_signature
+        self._signature = args
         self._expected = [
             (s.dtype, tuple(s.shape.as_list()), s.name or f"#{i}") for i, s in enumerate(specs)
         ]
@@ -56,9 +61,9 @@ class FlatCall:
 
     def __call__(self, *args: Any) -> Any:
         try:
-            tf.nest.assert_same_structure(self._signature[0], args)
+            tf.nest.assert_same_structure(self._signature, args)
         except (TypeError, ValueError):
-            expected = tf.nest.map_structure(lambda _: "tensor", self._signature[0])
+            expected = tf.nest.map_structure(lambda _: "tensor", self._signature)
             raise ConfigError(
                 f"the arguments do not match the traced signature {expected}"
             ) from None
