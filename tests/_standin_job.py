@@ -128,6 +128,20 @@ sleep_s: 0.0
 """
 
 
+def sweep_args(conf: Path, res: Path, *overrides: str) -> list[str]:
+    """``gradlab sweep`` arguments for the main job's ablation in one of its two regimes
+    (``paper``) on the stand-in config folder ``conf``, results under ``res``."""
+    return [
+        "sweep",
+        "ablation=hidden_scale",
+        "regime=paper",
+        f"runtime.results_dir={res}",
+        *overrides,
+        "--config-dir",
+        str(conf),
+    ]
+
+
 def make_conf(root: Path) -> Path:
     """A copy of gradlab's ``conf/`` with the stand-in's ``muzero/`` and ``task/`` sections, and
     every regime of ``conf/regime/`` under its own name but empty (real regimes set MuZero keys

@@ -57,18 +57,9 @@ def _sweeper_of(tmp_path, *extra):
     conf = standin.make_conf(tmp_path)
     res = tmp_path / "res"
     args = [
-        "sweep",
-        "ablation=hidden_scale",
-        "regime=paper",
-        "variant=none",
-        "seed=0,1",
-        f"runtime.results_dir={res}",
-        "logger=none",
-        *extra,
+        *standin.sweep_args(conf, res, "variant=none", "seed=0,1", "logger=none", *extra),
         "--jobs",
         "1",
-        "--config-dir",
-        str(conf),
     ]
     result = CliRunner().invoke(app, args, obj=standin.JOB)
     assert result.exit_code == 0, result.output

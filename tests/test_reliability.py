@@ -57,15 +57,7 @@ def _invoke(args: list[str]):
 
 def _sweep_args(res: Path, conf: Path, *overrides: str) -> list[str]:
     return [
-        "sweep",
-        "ablation=hidden_scale",
-        "regime=paper",  # one regime of the main job's two
-        f"muzero.training_steps={STEPS}",
-        "logger=none",
-        f"runtime.results_dir={res}",
-        *overrides,
-        "--config-dir",
-        str(conf),
+        *standin.sweep_args(conf, res, f"muzero.training_steps={STEPS}", "logger=none", *overrides),
         "--jobs",
         "1",  # in turn: the tests below reason about the order of the jobs
     ]

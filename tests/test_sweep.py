@@ -28,16 +28,7 @@ def _summary(job_dir):
 
 def _sweep_args(conf, res, *, seeds):
     """A stand-in sweep of 2 variants in one regime of the main job's two."""
-    return [
-        "sweep",
-        "ablation=hidden_scale",
-        "regime=paper",
-        "variant=none,scale_gradient",
-        f"seed={seeds}",
-        f"runtime.results_dir={res}",
-        "--config-dir",
-        str(conf),
-    ]
+    return standin.sweep_args(conf, res, "variant=none,scale_gradient", f"seed={seeds}")
 
 
 @pytest.fixture(scope="module")
