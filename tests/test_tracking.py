@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+import time
 
 import pytest
 
@@ -50,15 +51,16 @@ def test_offline_run_lands_in_the_job_folder(tmp_path, monkeypatch):
     assert len(runs) == 1 and runs[0].stat().st_size > 0
 
 
-def _history_steps(run_file):
-    """The steps of the history records in a W&B run file, read independently of the W&B client:
-    a 7-byte header, then LevelDB-log records (32 KiB blocks; each piece has a 7-byte header:
-    CRC, length, type 1 full / 2 first / 3 middle / 4 last) of ``wandb_internal_pb2.Record``."""
+def _records(run_file):
+    """The records of a W&B run file as ``(type, step)`` pairs (step 0 for all but history),
+    read independently of the W&B client: a 7-byte header, then LevelDB-log records (32 KiB
+    blocks; each piece has a 7-byte header: CRC, length, type 1 full / 2 first / 3 middle / 4
+    last) of ``wandb_internal_pb2.Record``."""
     from wandb.proto import wandb_internal_pb2
 
     data = run_file.read_bytes()
     assert data[:4] == b":W&B"
-    block, pos, pieces, steps = 32768, 7, [], []
+    block, pos, pieces, records = 32768, 7, [], []
     while pos + 7 <= len(data):
         left = block - pos % block
         _, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
@@ -70,9 +72,23 @@ def _history_steps(run_file):
         if kind in (1, 4):
             record = wandb_internal_pb2.Record.FromString(b"".join(pieces))
             pieces = []
-            if record.WhichOneof("record_type") == "history":
-                steps.append(record.history.step.num)
-    return steps
+            which = record.WhichOneof("record_type")
+            records.append((which, record.history.step.num if which == "history" else 0))
+    return records
+
+
+def _history_steps(run_file, timeout_s=30.0):
+    """The steps of the history records of a finished run's file. W&B's service process writes
+    the file, and ``run.finish()`` can return before it has written all of it (seen about once
+    in 20 first runs of a process), so this waits for the run's ``exit`` record, at most
+    ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    records = _records(run_file)
+    while ("exit", 0) not in records and time.monotonic() < deadline:
+        time.sleep(0.05)
+        records = _records(run_file)
+    assert ("exit", 0) in records, f"{run_file} has no exit record after {timeout_s} s"
+    return [step for which, step in records if which == "history"]
 
 
 @pytest.mark.parametrize(
