@@ -17,7 +17,9 @@ bench`` runs it (``experiments.bench.end_to_end``: rates between the end of step
   every 50 steps: the settings that learn every seed).
 
 The arms rotate (``before, old work, now``, then reversed, ...), so a drift of the machine's speed
-falls on all three; each arm's median and the ratios of the medians are printed.
+falls on all three; each arm's median and the ratios of the medians are printed. The measuring
+snippet is its own copy of ``run_rates``' window rather than a call to it: the old tree's
+``run_rates`` takes no settings, and the snippet must run unchanged in both trees.
 """
 
 from __future__ import annotations
