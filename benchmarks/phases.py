@@ -4,8 +4,10 @@
     python benchmarks/phases.py regime=stress task=cartpole muzero.training_steps=1000
 
 Wraps (never changes) the four calls of the training loop of ``experiments/muzero/train.py``:
-self-play moves (``SelfPlay.step``: one batched search per move), replay sampling, the compiled
-update and evaluation; plus start-up (imports, building the networks, the first call of each
+self-play moves (``SelfPlay.step``: one batched search per move), the batch (replay sampling,
+targets, the copy into tensors), the compiled update and evaluation, run one after the other
+(``prefetch=False``: no batch is made on a worker thread while a step trains, so each phase
+shows its own cost); plus start-up (imports, building the networks, the first call of each
 compiled function, which is where XLA compiles). One TensorFlow thread, as each job of
 ``gradlab sweep`` on 2 cores. Prints one line per phase: seconds, share of the run, calls.
 """
@@ -34,8 +36,8 @@ def main(overrides: list[str]) -> None:
     process.quiet_tensorflow()
     import tensorflow as tf  # noqa: F401  (the import is part of start-up)
 
+    from experiments.muzero import batches, selfplay, train
     from experiments.muzero import learner as learner_module
-    from experiments.muzero import replay, selfplay, train
 
     spent: dict[str, float] = defaultdict(float)
     calls: dict[str, int] = defaultdict(int)
@@ -55,8 +57,10 @@ def main(overrides: list[str]) -> None:
         return wrapper
 
     selfplay.SelfPlay.step = timed("self-play moves", selfplay.SelfPlay.step)
-    replay.ReplayBuffer.sample = timed("replay sampling", replay.ReplayBuffer.sample)
-    learner_module.Learner.update = timed("update (train step)", learner_module.Learner.update)
+    batches.Batches._make = timed("batch (sampling, targets, tensors)", batches.Batches._make)
+    learner_module.Learner.update_tensors = timed(
+        "update (train step)", learner_module.Learner.update_tensors
+    )
     train.evaluate = timed("evaluation", train.evaluate)
 
     process.seed_everything(cfg.seed, deterministic=cfg.runtime.deterministic)
@@ -65,7 +69,10 @@ def main(overrides: list[str]) -> None:
     startup_imports = start - T0
     rows = 0
     first_row = None
-    for _ in train.train(cfg.muzero, cfg.task, variant, placement, seed=cfg.seed):
+    rows_of_run = train.train(
+        cfg.muzero, cfg.task, variant, placement, seed=cfg.seed, prefetch=False
+    )
+    for _ in rows_of_run:
         rows += 1
         if first_row is None:
             first_row = time.perf_counter() - start

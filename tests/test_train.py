@@ -1,6 +1,7 @@
 """End-to-end tests of train(): metric keys, seeding, the composed config, and that it learns."""
 
 import dataclasses
+import threading
 
 import numpy as np
 import pytest
@@ -65,6 +66,8 @@ def test_same_seed_same_run_and_early_stop_is_fine():
     iterator = train(TINY, TaskConfig(), make_variant("none"), get_placement("hook"), seed=0)
     next(iterator)  # the caller may stop at any time
     iterator.close()
+    # ... and the worker thread that prepares batches ahead is gone with it
+    assert not [t for t in threading.enumerate() if t.name.startswith("gradlab-batches")]
 
 
 def _without_time(rows):
@@ -146,3 +149,27 @@ def test_short_catch_run_beats_random():
     rows = _rows(config, seed=0)
     evals = [row["eval/return"] for row in rows if "eval/return" in row]
     assert np.mean(evals[-2:]) > -0.2, evals
+
+
+@pytest.mark.parametrize("interval", [1, 4])
+def test_batches_prepared_ahead_change_no_number(interval):
+    """train(prefetch=True) samples the next batch on a worker thread while a step trains: the
+    rows are the same bit for bit (selfplay_interval 4: three of four batches prepared ahead)."""
+    config = dataclasses.replace(
+        TINY, training_steps=13, selfplay_interval=interval, eval_every=5, jit_compile=True
+    )
+    runs = [
+        _without_time(
+            train(
+                config,
+                TaskConfig(),
+                make_variant("none"),
+                get_placement("pseudocode"),
+                seed=5,
+                prefetch=prefetch,
+            )  # fmt: skip
+        )
+        for prefetch in (False, True)
+    ]
+    assert len(runs[0]) == 13
+    assert runs[0] == runs[1]
