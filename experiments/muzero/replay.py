@@ -84,6 +84,45 @@ class ReplayBuffer:
         self._written += length
         self._end[index] = self._written
 
+    def add_episodes(
+        self,
+        lengths: np.ndarray,
+        observations: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        root_values: np.ndarray,
+        policies: np.ndarray,
+    ) -> None:
+        """Stores finished episodes given back to back (``lengths [E]``, the other arrays
+        ``[sum(lengths), ...]`` as in :meth:`add_episode`): the same contents as one
+        :meth:`add_episode` per episode, in order, in one write per array."""
+        lengths = np.asarray(lengths, np.int64)
+        total = int(lengths.sum())
+        if lengths.size and lengths.max() > self.capacity:
+            raise ValueError(
+                f"episode of {lengths.max()} steps exceeds the capacity {self.capacity}"
+            )
+        if total == 0:
+            return
+        if total > self.capacity:  # later episodes overwrite earlier ones: write them in turn
+            start = 0
+            for length in lengths.tolist():
+                part = slice(start, start + length)
+                self.add_episode(
+                    observations[part], actions[part], rewards[part], root_values[part],
+                    policies[part],
+                )  # fmt: skip
+                start += length
+            return
+        index = (self._written + np.arange(total)) % self.capacity
+        self._obs[index] = np.reshape(observations, (total, -1))
+        self._action[index] = actions
+        self._reward[index] = rewards
+        self._value[index] = root_values
+        self._policy[index] = policies
+        self._end[index] = self._written + np.repeat(np.cumsum(lengths), lengths)
+        self._written += total
+
     def sample(
         self,
         batch_size: int,

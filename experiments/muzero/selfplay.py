@@ -18,14 +18,13 @@ applied inside the search's recurrent inference exactly where the learner's unro
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import tensorflow as tf
 
 from experiments.errors import unknown_choice
 from experiments.gradients import Placement, Variant, get_placement
 from experiments.muzero.config import MuZeroConfig
+from experiments.muzero.episodes import RunningEpisodes
 from experiments.muzero.networks import Networks
 from experiments.muzero.replay import ReplayBuffer
 from experiments.muzero.search import run_search, select_action, visit_softmax_temperature
@@ -196,15 +195,6 @@ def act(
     return actions, root_value.astype(np.float32), policies
 
 
-@dataclasses.dataclass
-class _Episode:
-    observations: list = dataclasses.field(default_factory=list)
-    actions: list = dataclasses.field(default_factory=list)
-    rewards: list = dataclasses.field(default_factory=list)
-    values: list = dataclasses.field(default_factory=list)
-    policies: list = dataclasses.field(default_factory=list)
-
-
 class SelfPlay:
     """Plays all environments of ``env`` with search and stores each finished episode in replay.
 
@@ -231,7 +221,7 @@ class SelfPlay:
         self.search = search
         self.env_steps = 0
         self._observations = env.reset()
-        self._episodes = [_Episode() for _ in range(env.num_envs)]
+        self._episodes = RunningEpisodes(env.num_envs)
 
     def step(self, training_step: int) -> list[float]:
         """One move in every environment; returns the returns of the episodes that ended."""
@@ -249,25 +239,18 @@ class SelfPlay:
         )
         next_observations, rewards, dones = self.env.step(actions)
         self.env_steps += self.env.num_envs
-        returns = []
-        for i, episode in enumerate(self._episodes):
-            episode.observations.append(self._observations[i])
-            episode.actions.append(actions[i])
-            episode.rewards.append(rewards[i])
-            episode.values.append(values[i])
-            episode.policies.append(policies[i])
-            if dones[i]:
-                self.replay.add_episode(
-                    np.stack(episode.observations),
-                    np.asarray(episode.actions),
-                    np.asarray(episode.rewards),
-                    np.asarray(episode.values),
-                    np.stack(episode.policies),
-                )
-                returns.append(float(np.sum(episode.rewards)))
-                self._episodes[i] = _Episode()
+        ended = self._episodes.record(self._observations, actions, rewards, values, policies, dones)
+        if ended.lengths.size:
+            self.replay.add_episodes(
+                ended.lengths,
+                ended.observations,
+                ended.actions,
+                ended.rewards,
+                ended.values,
+                ended.policies,
+            )
         self._observations = next_observations
-        return returns
+        return ended.returns
 
 
 def evaluate(
