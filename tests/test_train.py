@@ -1,7 +1,11 @@
 """End-to-end tests of train(): metric keys, seeding, the composed config, and that it learns."""
 
 import dataclasses
+import os
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -173,3 +177,32 @@ def test_batches_prepared_ahead_change_no_number(interval):
     ]
     assert len(runs[0]) == 13
     assert runs[0] == runs[1]
+
+
+def test_a_run_left_unfinished_at_exit_closes_quietly(tmp_path):
+    """A script that stops reading a run's rows and exits (the generator is closed while the
+    interpreter tears its modules down) prints no error from the batch worker."""
+    script = tmp_path / "left.py"
+    script.write_text(
+        "import dataclasses\n"
+        "from experiments.gradients import get_placement, make_variant\n"
+        "from experiments.muzero.config import MuZeroConfig, NetworkConfig\n"
+        "from experiments.muzero.train import train\n"
+        "from experiments.tasks import TaskConfig\n"
+        "config = MuZeroConfig(network=NetworkConfig(hidden_size=8, width=16), training_steps=9,\n"
+        "    num_envs=4, selfplay_interval=4, num_simulations=3, unroll_steps=2, batch_size=8,\n"
+        "    eval_every=5, eval_episodes=2, jit_compile=False)\n"
+        "rows = train(config, TaskConfig(), make_variant('none'), get_placement('pseudocode'),\n"
+        "    seed=0)\n"
+        "for row in rows:\n"
+        "    if row['step'] == 2:\n"
+        "        break\n"
+        "print('left')\n"
+    )
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(Path.cwd()))
+    out = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "left"
+    assert "Exception ignored" not in out.stderr and "Traceback" not in out.stderr

@@ -16,6 +16,7 @@ sampling generator while a batch is being prepared.
 from __future__ import annotations
 
 import concurrent.futures
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -85,7 +86,14 @@ class Batches:
         return batch
 
     def close(self) -> None:
-        """Waits for a batch in preparation and stops the worker thread (idempotent)."""
+        """Waits for a batch in preparation and stops the worker thread (idempotent).
+
+        A run's generator left unfinished at interpreter exit is closed while modules are torn
+        down; the pool's thread has been joined by then (``concurrent.futures`` joins its
+        threads at exit), so there is nothing left to do.
+        """
+        if sys is None or sys.is_finalizing():
+            return
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
