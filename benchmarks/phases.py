@@ -6,10 +6,11 @@
 Wraps (never changes) the four calls of the training loop of ``experiments/muzero/train.py``:
 self-play moves (``SelfPlay.step``: one batched search per move), the batch (replay sampling,
 targets, the copy into tensors), the compiled update and evaluation, run one after the other
-(``prefetch=False``: no batch is made on a worker thread while a step trains, so each phase
-shows its own cost); plus start-up (imports, building the networks, the first call of each
-compiled function, which is where XLA compiles). One TensorFlow thread, as each job of
-``gradlab sweep`` on 2 cores. Prints one line per phase: seconds, share of the run, calls.
+(``overlap=False``: no batch is made nor evaluation run on a worker thread while a step
+trains, so each phase shows its own cost); plus start-up (imports, building the networks, the
+first call of each compiled function, which is where XLA compiles). One TensorFlow thread, as
+each job of ``gradlab sweep`` on 2 cores. Prints one line per phase: seconds, share of the
+run, calls.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ def main(overrides: list[str]) -> None:
     rows = 0
     first_row = None
     rows_of_run = train.train(
-        cfg.muzero, cfg.task, variant, placement, seed=cfg.seed, prefetch=False
+        cfg.muzero, cfg.task, variant, placement, seed=cfg.seed, overlap=False
     )
     for _ in rows_of_run:
         rows += 1

@@ -20,6 +20,7 @@ from experiments.errors import ConfigError
 from experiments.muzero import _tree_tf
 from experiments.muzero.search import run_search, select_action
 from experiments.muzero.search_tf import CompiledSearch, draw_randomness
+from experiments.muzero.weights import WeightCopy
 
 FORMS = ("pseudocode", "normalized")
 
@@ -297,3 +298,45 @@ def test_bad_call_arguments_raise_config_error():
     with pytest.raises(ConfigError, match=r"observations have shape \(3,\)"):
         search.act(np.zeros(3), rng=np.random.default_rng(0), temperature=1.0)
     assert search.traces == 0  # nothing was traced for bad input
+
+
+def test_a_search_on_a_weight_copy_computes_what_it_computes_on_the_networks():
+    """WeightCopy: the same compiled program reads the copy's variables instead of the
+    networks'. On a fresh copy it gives bit for bit what it gives on the networks; after the
+    networks change, a copy not refreshed still gives what the networks gave then, and a refreshed
+    one what they give now. No second trace."""
+    obs_size, num_actions, batch, sims = 10, 4, 16, 12
+    nets = random_networks(observation_size=obs_size, num_actions=num_actions)
+
+    def recurrent(hidden, action, step):
+        del step
+        return nets.recurrent_inference(hidden, action)
+
+    search = CompiledSearch(
+        nets.initial_inference, recurrent, num_actions=num_actions, num_simulations=sims,
+        discount=0.997,
+    )  # fmt: skip
+
+    def move(seed, weights=None):
+        rng = np.random.default_rng(seed)
+        observations = (rng.random((batch, obs_size)) < 0.3).astype(np.float32)
+        out = search.act(observations, rng=rng, temperature=1.0, weights=weights)
+        return np.concatenate([out.visit_counts.ravel(), out.root_value, out.q_values.ravel()])
+
+    randomize(nets, 1)
+    copy = WeightCopy(nets.variables)
+    then = move(7)
+    np.testing.assert_array_equal(move(7, copy), then)
+    randomize(nets, 2)  # the networks change (as training changes them)
+    now = move(7)
+    assert not np.array_equal(now, then)
+    np.testing.assert_array_equal(move(7, copy), then)  # the copy kept its values
+    copy.refresh()
+    np.testing.assert_array_equal(move(7, copy), now)
+    for value, variable in zip(copy.values(), nets.variables, strict=True):
+        np.testing.assert_array_equal(value.numpy(), variable.numpy())
+    assert search.traces == 1
+    with pytest.raises(ValueError, match="reads none of the copied variables"):
+        WeightCopy([tf.Variable(1.0)]).captured(
+            search.concrete_function(batch, obs_size).concrete.captured_inputs
+        )

@@ -157,8 +157,9 @@ def test_short_catch_run_beats_random():
 
 @pytest.mark.parametrize("interval", [1, 4])
 def test_batches_prepared_ahead_change_no_number(interval):
-    """train(prefetch=True) samples the next batch on a worker thread while a step trains: the
-    rows are the same bit for bit (selfplay_interval 4: three of four batches prepared ahead)."""
+    """train(overlap=True) samples the next batch on a worker thread while a step trains and
+    evaluates on a copy of the weights on another: the rows are the same bit for bit, keys in
+    the same order (selfplay_interval 4: three of four batches prepared ahead)."""
     config = dataclasses.replace(
         TINY, training_steps=13, selfplay_interval=interval, eval_every=5, jit_compile=True
     )
@@ -170,13 +171,15 @@ def test_batches_prepared_ahead_change_no_number(interval):
                 make_variant("none"),
                 get_placement("pseudocode"),
                 seed=5,
-                prefetch=prefetch,
+                overlap=overlap,
             )  # fmt: skip
         )
-        for prefetch in (False, True)
+        for overlap in (False, True)
     ]
     assert len(runs[0]) == 13
     assert runs[0] == runs[1]
+    assert [list(row) for row in runs[0]] == [list(row) for row in runs[1]]
+    assert sum("eval/return" in row for row in runs[1]) == 3  # steps 5, 10 and 13
 
 
 def test_a_run_left_unfinished_at_exit_closes_quietly(tmp_path):

@@ -34,6 +34,10 @@ class FlatCall:
     Calling it with the same (nested) arguments as ``concrete`` returns what ``concrete``
     returns. NumPy arrays and Python scalars are converted with ``tf.constant``; an input of
     another structure, dtype or shape than the signature's raises :class:`ConfigError` naming it.
+    ``captured``: what the graph captured (``concrete.captured_inputs``: for a captured variable,
+    its resource handle) given otherwise, in the same order: e.g. the handles of other variables
+    of the same shapes, which the same program then reads instead (see
+    :meth:`~experiments.muzero.search_tf.CompiledSearch.__call__`).
     """
 
     def __init__(self, concrete: Any) -> None:
@@ -59,7 +63,7 @@ class FlatCall:
         """The wrapped concrete function."""
         return self._concrete
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, captured: list[Any] | None = None) -> Any:
         try:
             tf.nest.assert_same_structure(self._signature, args)
         except (TypeError, ValueError):
@@ -77,4 +81,6 @@ class FlatCall:
                     f"expected {dtype.name} {list(shape)}"
                 )
             tensors.append(tensor)
-        return self._concrete._call_flat(tensors, self._concrete.captured_inputs)  # noqa: SLF001
+        if captured is None:
+            captured = self._concrete.captured_inputs
+        return self._concrete._call_flat(tensors, captured)  # noqa: SLF001

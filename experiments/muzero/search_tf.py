@@ -44,6 +44,7 @@ from experiments.muzero._checks import (
 )
 from experiments.muzero._tree_tf import RecurrentFnTF
 from experiments.muzero.compiled_call import FlatCall
+from experiments.muzero.weights import WeightCopy
 
 __all__ = [
     "CompiledOutput",
@@ -220,6 +221,7 @@ class CompiledSearch:
         noise_fraction: float,
         temperature: float,
         uniforms: np.ndarray,
+        weights: WeightCopy | None = None,
     ) -> CompiledOutput:
         """One move of B environments on the caller's random draws.
 
@@ -229,6 +231,8 @@ class CompiledSearch:
           noise_fraction: weight of the noise in the root priors, in [0, 1].
           temperature: visit-count temperature, >= 0.
           uniforms: [B, A] from :func:`draw_randomness`.
+          weights: plan with this copy of the weights instead of the networks' variables (the
+            same compiled program; :class:`~experiments.muzero.weights.WeightCopy`).
 
         Returns:
           The actions and the search statistics.
@@ -245,12 +249,14 @@ class CompiledSearch:
         function = self.concrete_function(*observations.shape)
         fraction = check_unit("dirichlet_fraction", noise_fraction)
         temperature = check_temperature(temperature)
+        captured = None if weights is None else weights.captured(function.concrete.captured_inputs)
         outputs = function(
             observations,
             noise,
             tf.constant(fraction, tf.float64),
             tf.constant(temperature, tf.float64),
             uniforms,
+            captured=captured,
         )
         actions, root_value, visits, q_values = (t.numpy() for t in outputs)
         return CompiledOutput(actions, root_value, visits.astype(np.int64), q_values)
@@ -263,6 +269,7 @@ class CompiledSearch:
         temperature: float,
         dirichlet_alpha: float = 0.25,
         dirichlet_fraction: float = 0.25,
+        weights: WeightCopy | None = None,
     ) -> CompiledOutput:
         """Draws from ``rng`` what the NumPy path draws (:func:`draw_randomness`), then moves."""
         if not isinstance(rng, np.random.Generator):
@@ -285,4 +292,5 @@ class CompiledSearch:
             noise_fraction=fraction,
             temperature=temperature,
             uniforms=uniforms,
+            weights=weights,
         )

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from experiments.errors import unknown_choice
+from experiments.errors import ConfigError, unknown_choice
 from experiments.gradients import Placement, Variant, get_placement
 from experiments.muzero.config import MuZeroConfig
 from experiments.muzero.episodes import RunningEpisodes
@@ -29,6 +29,7 @@ from experiments.muzero.networks import Networks
 from experiments.muzero.replay import ReplayBuffer
 from experiments.muzero.search import run_search, select_action, visit_softmax_temperature
 from experiments.muzero.search_tf import CompiledSearch
+from experiments.muzero.weights import WeightCopy
 from experiments.tasks import VectorEnv
 
 __all__ = ["SEARCHES", "Inference", "SelfPlay", "act", "evaluate"]
@@ -71,6 +72,15 @@ class Inference:
         self._initial = tf.function(self.initial_fn, jit_compile=jit_compile, autograph=False)
         self._recurrent = tf.function(self.recurrent_fn, jit_compile=jit_compile, autograph=False)
         self._searches: dict[tuple, CompiledSearch] = {}
+        self._copy: WeightCopy | None = None
+
+    def weight_copy(self) -> WeightCopy:
+        """This model's copy of the networks' weights (made at the first call, then the same
+        one; ``refresh()`` updates it), which the compiled search can plan with instead of the
+        networks' variables (``act(weights=)``)."""
+        if self._copy is None:
+            self._copy = WeightCopy(self.networks.variables)
+        return self._copy
 
     def initial_fn(self, observations: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
         """``[B, O]`` -> hidden ``[B, H]``, scalar value ``[B]``, policy logits ``[B, A]``."""
@@ -142,6 +152,7 @@ def act(
     noise: bool,
     rng: np.random.Generator,
     search: str = "compiled",
+    weights: WeightCopy | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Searches from ``observations [B, O]`` and picks actions.
 
@@ -153,6 +164,9 @@ def act(
       noise: mix Dirichlet noise into the root priors (self-play) or not (evaluation).
       rng: the acting generator; both searches draw the same numbers from it.
       search: one of :data:`SEARCHES`.
+      weights: the compiled search plans with this copy of the weights
+        (:meth:`Inference.weight_copy`); ``None``: with the networks' variables. The NumPy search
+        always reads the networks' variables.
 
     Returns:
       ``(actions [B], root_values [B], policies [B, A])``, policies the normalised visit counts.
@@ -168,6 +182,7 @@ def act(
             temperature=temperature,
             dirichlet_alpha=config.dirichlet_alpha,
             dirichlet_fraction=fraction,
+            weights=weights,
         )
         actions, visit_counts, root_value = out.actions, out.visit_counts, out.root_value
     elif search == "numpy":
@@ -260,8 +275,17 @@ def evaluate(
     config: MuZeroConfig,
     rng: np.random.Generator,
     search: str = "compiled",
+    weights: WeightCopy | None = None,
 ) -> float:
-    """Mean return of one episode per environment of ``env``, greedy search without noise."""
+    """Mean return of one episode per environment of ``env``, greedy search without noise.
+
+    ``weights``: the compiled search plans every move with this copy of the weights
+    (:meth:`Inference.weight_copy`, refreshed when the evaluation was asked for), so the
+    evaluation may run on another thread while training changes the networks; ``None``: with the
+    networks' variables. The NumPy search reads the networks' variables.
+    """
+    if weights is not None and search != "compiled":
+        raise ConfigError("only the compiled search plans with a copy of the weights")
     observations = env.reset()
     totals = np.zeros(env.num_envs)
     running = np.ones(env.num_envs, bool)
@@ -274,6 +298,7 @@ def evaluate(
             noise=False,
             rng=rng,
             search=search,
+            weights=weights,
         )
         observations, rewards, dones = env.step(actions)
         totals += np.where(running, rewards, 0.0)

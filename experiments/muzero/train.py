@@ -17,6 +17,7 @@ from experiments.gradients import Placement, Variant
 from experiments.muzero.agents import Agent, AgentCache
 from experiments.muzero.batches import Batches
 from experiments.muzero.config import MuZeroConfig
+from experiments.muzero.deferred import DeferredEvaluations
 from experiments.muzero.learner import Learner
 from experiments.muzero.networks import Networks
 from experiments.muzero.replay import ReplayBuffer
@@ -39,7 +40,7 @@ def train(
     *,
     seed: int,
     cache: AgentCache | None = None,
-    prefetch: bool = True,
+    overlap: bool = True,
 ) -> Iterator[dict[str, float]]:
     """Trains MuZero on ``task`` with ``variant`` at ``placement``; yields one dict per step.
 
@@ -58,10 +59,13 @@ def train(
     tracing and compiling again (:class:`~experiments.muzero.agents.AgentCache`); the numbers
     are the same either way.
 
-    ``prefetch``: sample the next step's batch on a worker thread while this step trains, when
-    no self-play move lies between (:class:`~experiments.muzero.batches.Batches`): the same
-    numbers either way; faster where a core is free (one run on 2 cores: about 10% more steps/s),
-    no slower where none is (two runs at once on 2 cores, as ``gradlab sweep`` runs them).
+    ``overlap``: work that does not feed the next training step runs on worker threads beside
+    it: the next step's batch is sampled while a step trains, when no self-play move lies
+    between (:class:`~experiments.muzero.batches.Batches`), and an evaluation plans with a
+    copy of its step's weights while training goes on, its row yielded when it is done
+    (:class:`~experiments.muzero.deferred.DeferredEvaluations`). The same rows either way, in
+    the same order; faster where a core is free (one run on 2 cores), no slower where none is
+    (two runs at once on 2 cores, as ``gradlab sweep`` runs them).
 
     The caller may stop iterating at any time; nothing needs cleaning up.
     """
@@ -129,8 +133,23 @@ def train(
         )
 
     batches = Batches(
-        replay, sample=sample, tensors=learner.batch_tensors, rng=sample_rng, ahead=prefetch
+        replay, sample=sample, tensors=learner.batch_tensors, rng=sample_rng, ahead=overlap
     )
+
+    # Evaluations ahead plan with a copy of their step's weights, so training goes on meanwhile.
+    copy = inference.weight_copy() if overlap else None
+
+    def evaluation() -> float:
+        return evaluate(inference, eval_env, config=config, rng=eval_rng, weights=copy)
+
+    evaluations = DeferredEvaluations(
+        evaluation, prepare=None if copy is None else copy.refresh, ahead=overlap
+    )
+
+    def stamped(row: dict[str, float]) -> dict[str, float]:
+        row["time/elapsed_s"] = time.perf_counter() - start
+        return row
+
     try:
         for step in range(1, config.training_steps + 1):
             if (step - 1) % config.selfplay_interval == 0:
@@ -144,9 +163,14 @@ def train(
                 row["selfplay/return"] = float(np.mean(returns))
                 returns = []
             if step % config.eval_every == 0 or step == config.training_steps:
-                row["eval/return"] = evaluate(inference, eval_env, config=config, rng=eval_rng)
+                evaluations.add(row, evaluate=True)
+            else:
+                evaluations.add(row)
             row["env/steps"] = float(actor.env_steps)
-            row["time/elapsed_s"] = time.perf_counter() - start
-            yield row
+            for ready in evaluations.ready():
+                yield stamped(ready)
+        for ready in evaluations.drain():
+            yield stamped(ready)
     finally:
         batches.close()
+        evaluations.close()
