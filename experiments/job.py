@@ -37,6 +37,9 @@ class Job:
       cache: makes what a job process keeps between the jobs it runs, handed to ``train`` as
         ``cache=``; with it, a launcher worker runs its jobs one after another in one process
         (:class:`~experiments.isolation.JobHost`) instead of a process each. None: nothing kept.
+      overlap: ``train`` takes ``overlap=``: whether to run work that does not feed the next
+        training step on worker threads beside it (the runner says so when the job has more
+        than one thread, :func:`experiments.runner.overlap_for`); the numbers are the same.
     """
 
     name: str
@@ -45,6 +48,7 @@ class Job:
     preload: tuple[str, ...] = ()
     check: Callable[[Any], None] | None = None
     cache: Callable[[], Any] | None = None
+    overlap: bool = False
 
     def validate(self, run: Any) -> None:
         """Runs :attr:`check` on a validated :class:`~experiments.config.RunConfig`."""
@@ -77,5 +81,6 @@ MUZERO = Job(
     preload=("experiments._preload_tensorflow", "experiments.muzero.train", "wandb"),
     check=_check_muzero,
     cache=_agent_cache,
+    overlap=True,
 )
 """The MuZero job (``experiments.muzero.train.train``)."""

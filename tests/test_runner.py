@@ -208,3 +208,34 @@ def test_progress_bar_on_a_terminal_does_not_break_the_job(tmp_path, monkeypatch
     monkeypatch.setattr("sys.stderr.isatty", lambda: True, raising=False)
     summary, _ = _run(tmp_path, _cfg(training_steps=3), progress=RichProgress("job", 3))
     assert summary["status"] == "completed" and summary["steps"] == 3
+
+
+@pytest.mark.parametrize("overlap", [None, False, True])
+def test_overlap_reaches_train_only_when_the_runner_says(tmp_path, overlap):
+    seen = []
+
+    def train(*args, **kwargs):
+        seen.append(kwargs)
+        return standin.train(*args, **{k: v for k, v in kwargs.items() if k != "overlap"})
+
+    tracker = _Recorder()
+    runner.run_job(
+        _cfg(), tmp_path / "job", job="job", overrides={}, choices={}, resolved={},
+        train_fn=train, ablation=None, tracker=tracker, overlap=overlap,
+    )  # fmt: skip
+    assert len(seen) == 1
+    assert seen[0].get("overlap", "absent") == ("absent" if overlap is None else overlap)
+
+
+def test_overlap_only_with_a_core_to_spare(monkeypatch):
+    """One thread (gradlab sweep's parallel jobs): no worker threads beside the step; more
+    threads, or all cores of a machine with several, yes."""
+    assert runner.overlap_for(1) is False
+    assert runner.overlap_for(2) is True and runner.overlap_for(16) is True
+    monkeypatch.setattr(process, "cores", lambda: 1)
+    assert runner.overlap_for(None) is False
+    monkeypatch.setattr(process, "cores", lambda: 2)
+    assert runner.overlap_for(None) is True
+    from experiments.job import MUZERO
+
+    assert MUZERO.overlap and not standin.JOB.overlap
