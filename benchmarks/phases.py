@@ -2,6 +2,7 @@
 
     python benchmarks/phases.py                        # catch, the paper regime, variant none
     python benchmarks/phases.py regime=stress task=cartpole muzero.training_steps=1000
+    python benchmarks/phases.py --overlap              # as one run on all cores runs
 
 Wraps (never changes) the four calls of the training loop of ``experiments/muzero/train.py``:
 self-play moves (``SelfPlay.step``: one batched search per move), the batch (replay sampling,
@@ -11,6 +12,11 @@ trains, so each phase shows its own cost); plus start-up (imports, building the 
 first call of each compiled function, which is where XLA compiles). One TensorFlow thread, as
 each job of ``gradlab sweep`` on 2 cores. Prints one line per phase: seconds, share of the
 run, calls.
+
+``--overlap``: the run as a job with all cores runs it (``overlap=True``, all cores): the batch
+phase is then the main thread's wait for its batch (``Batches.next``: made at once on self-play
+steps, else ready or nearly), and evaluation runs on a worker thread beside the steps, shown
+apart as "beside" (its time is not the main thread's).
 """
 
 from __future__ import annotations
@@ -29,10 +35,12 @@ from experiments.muzero.config import MuZeroConfig  # noqa: E402
 
 
 def main(overrides: list[str]) -> None:
+    overlap = "--overlap" in overrides
+    overrides = [o for o in overrides if o != "--overlap"]
     register_schema(MuZeroConfig)
     with initialize_config_module(config_module="conf", version_base=None):
         cfg = to_run_config(compose("config", overrides=["logger=none", *overrides]))
-    process.limit_threads(1)
+    process.limit_threads(None if overlap else 1)
     process.use_xla_cache(cfg.runtime.xla_cache)  # runtime.xla_cache=null: compile everything
     process.quiet_tensorflow()
     import tensorflow as tf  # noqa: F401  (the import is part of start-up)
@@ -58,11 +66,14 @@ def main(overrides: list[str]) -> None:
         return wrapper
 
     selfplay.SelfPlay.step = timed("self-play moves", selfplay.SelfPlay.step)
-    batches.Batches._make = timed("batch (sampling, targets, tensors)", batches.Batches._make)
+    if overlap:
+        batches.Batches.next = timed("batch (waited for)", batches.Batches.next)
+    else:
+        batches.Batches._make = timed("batch (sampling, targets, tensors)", batches.Batches._make)
     learner_module.Learner.update_tensors = timed(
         "update (train step)", learner_module.Learner.update_tensors
     )
-    train.evaluate = timed("evaluation", train.evaluate)
+    train.evaluate = timed("evaluation (beside)" if overlap else "evaluation", train.evaluate)
 
     process.seed_everything(cfg.seed, deterministic=cfg.runtime.deterministic)
     variant, placement = cfg.variant.build()
@@ -71,16 +82,16 @@ def main(overrides: list[str]) -> None:
     rows = 0
     first_row = None
     rows_of_run = train.train(
-        cfg.muzero, cfg.task, variant, placement, seed=cfg.seed, overlap=False
+        cfg.muzero, cfg.task, variant, placement, seed=cfg.seed, overlap=overlap
     )
     for _ in rows_of_run:
         rows += 1
         if first_row is None:
             first_row = time.perf_counter() - start
     total = time.perf_counter() - start
-    first_calls = sum(first.values())
+    first_calls = sum(v for name, v in first.items() if "beside" not in name)
     phases = {name: spent[name] - first[name] for name in spent}
-    other = total - sum(spent.values())
+    other = total - sum(v for name, v in spent.items() if "beside" not in name)
     print(f"{rows} training steps; imports and config {startup_imports:.1f} s (before the run)")
     print(f"run {total:.1f} s, first row after {first_row:.1f} s")
     print(f"  {'first call of each phase (XLA compilation)':44s} {first_calls:6.1f} s "

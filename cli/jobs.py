@@ -149,7 +149,9 @@ def sweep(
             "-j",
             help="Jobs at once on this machine: auto (one per core, 1 TensorFlow thread each), "
             "or N (N > 1: cores // N threads each; 1: one at a time, all cores). In parallel, "
-            "a configuration's seeds go to one worker when that saves builds.",
+            "a configuration's seeds go to one worker when that saves builds. A job with more "
+            "than one thread makes its next batch and runs its evaluations beside its train "
+            "step (same numbers).",
         ),
     ] = "auto",
     dry_run: Annotated[
