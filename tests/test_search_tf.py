@@ -118,6 +118,21 @@ def test_equals_the_numpy_search_on_the_random_fixed_models(q_form, jit_compile)
     assert search.traces == 1  # new weights, same graph
 
 
+def _keras_search(obs_size, num_actions, sims, **kwargs):
+    """Small random Keras networks, their recurrent callback, and a compiled search on them."""
+    nets = random_networks(observation_size=obs_size, num_actions=num_actions)
+
+    def recurrent(hidden, action, step):
+        del step
+        return nets.recurrent_inference(hidden, action)
+
+    search = CompiledSearch(
+        nets.initial_inference, recurrent, num_actions=num_actions, num_simulations=sims,
+        discount=0.997, **kwargs,
+    )  # fmt: skip
+    return nets, recurrent, search
+
+
 @pytest.mark.parametrize("q_form", FORMS)
 def test_agreement_with_the_numpy_search_on_random_keras_networks(q_form):
     """Root visit counts of 480 trees (30 random networks x 16 roots, 25 simulations, noise).
@@ -129,16 +144,7 @@ def test_agreement_with_the_numpy_search_on_random_keras_networks(q_form):
     root values within 3e-14.
     """
     obs_size, num_actions, batch, sims = 10, 4, 16, 25
-    nets = random_networks(observation_size=obs_size, num_actions=num_actions)
-
-    def recurrent(hidden, action, step):
-        del step
-        return nets.recurrent_inference(hidden, action)
-
-    search = CompiledSearch(
-        nets.initial_inference, recurrent, num_actions=num_actions, num_simulations=sims,
-        discount=0.997, q_form=q_form,
-    )  # fmt: skip
+    nets, recurrent, search = _keras_search(obs_size, num_actions, sims, q_form=q_form)
     initial_np = tf.function(nets.initial_inference, jit_compile=True)
     recurrent_np = as_numpy(tf.function(recurrent, jit_compile=True))
     agree = total = 0
@@ -306,16 +312,7 @@ def test_a_search_on_a_weight_copy_computes_what_it_computes_on_the_networks():
     networks change, a copy not refreshed still gives what the networks gave then, and a refreshed
     one what they give now. No second trace."""
     obs_size, num_actions, batch, sims = 10, 4, 16, 12
-    nets = random_networks(observation_size=obs_size, num_actions=num_actions)
-
-    def recurrent(hidden, action, step):
-        del step
-        return nets.recurrent_inference(hidden, action)
-
-    search = CompiledSearch(
-        nets.initial_inference, recurrent, num_actions=num_actions, num_simulations=sims,
-        discount=0.997,
-    )  # fmt: skip
+    nets, _, search = _keras_search(obs_size, num_actions, sims)
 
     def move(seed, weights=None):
         rng = np.random.default_rng(seed)

@@ -16,13 +16,13 @@ sampling generator while a batch is being prepared.
 from __future__ import annotations
 
 import concurrent.futures
-import sys
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
+from experiments.muzero._worker import Worker
 from experiments.muzero.replay import Batch, ReplayBuffer
 
 __all__ = ["Batches"]
@@ -53,17 +53,13 @@ class Batches:
         self._sample = sample
         self._tensors = tensors
         self._rng = rng
-        self._pool = (
-            concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="gradlab-batches")
-            if ahead
-            else None
-        )
+        self._worker = Worker("batches", enabled=ahead)
         self._pending: concurrent.futures.Future | None = None
 
     @property
     def ahead(self) -> bool:
         """Whether batches are prepared on a worker thread."""
-        return self._pool is not None
+        return self._worker.enabled
 
     def _make(self) -> dict[str, tf.Tensor]:
         arrays = self._tensors(self._sample(self._replay, self._rng))
@@ -81,20 +77,11 @@ class Batches:
             batch, self._pending = self._pending.result(), None
         else:
             batch = self._make()
-        if prepare_following and self._pool is not None:
-            self._pending = self._pool.submit(self._make)
+        if prepare_following and self._worker.enabled:
+            self._pending = self._worker.submit(self._make)
         return batch
 
     def close(self) -> None:
-        """Waits for a batch in preparation and stops the worker thread (idempotent).
-
-        A run's generator left unfinished at interpreter exit is closed while modules are torn
-        down; the pool's thread has been joined by then (``concurrent.futures`` joins its
-        threads at exit), so there is nothing left to do.
-        """
-        if sys is None or sys.is_finalizing():
-            return
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        """Waits for a batch in preparation and stops the worker thread (idempotent)."""
+        self._worker.close()
         self._pending = None

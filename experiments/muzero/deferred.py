@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
-import sys
 from collections.abc import Callable, Iterator
+
+from experiments.muzero._worker import Worker
 
 __all__ = ["DeferredEvaluations"]
 
@@ -43,11 +44,7 @@ class DeferredEvaluations:
         self._evaluate = evaluate
         self._prepare = prepare
         self._key = key
-        self._pool = (
-            concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="gradlab-evaluations")
-            if ahead
-            else None
-        )
+        self._worker = Worker("evaluations", enabled=ahead)
         self._rows: collections.deque[tuple[Row, concurrent.futures.Future | None]] = (
             collections.deque()
         )
@@ -64,11 +61,11 @@ class DeferredEvaluations:
             concurrent.futures.wait([self._last])  # done with the copy (its error: at its row)
         if self._prepare is not None:
             self._prepare()
-        if self._pool is None:
+        if not self._worker.enabled:
             row[self._key] = self._evaluate()
             self._rows.append((row, None))
         else:
-            self._last = self._pool.submit(self._evaluate)
+            self._last = self._worker.submit(self._evaluate)
             self._rows.append((row, self._last))
 
     def ready(self) -> Iterator[Row]:
@@ -89,12 +86,7 @@ class DeferredEvaluations:
 
     def close(self) -> None:
         """Waits for a running evaluation and stops the worker thread (idempotent); rows still
-        queued are dropped. Nothing to do while the interpreter finalizes (its threads are
-        joined by then)."""
-        if sys is None or sys.is_finalizing():
-            return
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        queued are dropped."""
+        self._worker.close()
         self._rows.clear()
         self._last = None

@@ -72,17 +72,9 @@ class ReplayBuffer:
           root_values: ``[T]`` search root values.
           policies: ``[T, A]`` normalised root visit counts.
         """
-        length = len(actions)
-        if length > self.capacity:
-            raise ValueError(f"episode of {length} steps exceeds the capacity {self.capacity}")
-        index = (self._written + np.arange(length)) % self.capacity
-        self._obs[index] = np.reshape(observations, (length, -1))
-        self._action[index] = actions
-        self._reward[index] = rewards
-        self._value[index] = root_values
-        self._policy[index] = policies
-        self._written += length
-        self._end[index] = self._written
+        self.add_episodes(
+            np.array([len(actions)]), observations, actions, rewards, root_values, policies
+        )
 
     def add_episodes(
         self,
