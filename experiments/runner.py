@@ -335,7 +335,7 @@ def overlap_for(threads: Any) -> bool:
     """Whether a job with ``runtime.threads=threads`` (None: all cores) has a core to spare for
     work beside its training step: more than one thread. ``gradlab sweep`` gives parallel jobs
     one thread each, where worker threads would only compete (measured: two runs at once on 2
-    cores 2.5% slower with them, one run on 2 cores about 10% faster)."""
+    cores 2.5% slower with them; one run on 2 cores faster, README Performance)."""
     from experiments.process import cores
 
     if isinstance(threads, int) and threads > 0:

@@ -255,15 +255,14 @@ class SelfPlay:
         next_observations, rewards, dones = self.env.step(actions)
         self.env_steps += self.env.num_envs
         ended = self._episodes.record(self._observations, actions, rewards, values, policies, dones)
-        if ended.lengths.size:
-            self.replay.add_episodes(
-                ended.lengths,
-                ended.observations,
-                ended.actions,
-                ended.rewards,
-                ended.values,
-                ended.policies,
-            )
+        self.replay.add_episodes(  # nothing to write when no episode ended
+            ended.lengths,
+            ended.observations,
+            ended.actions,
+            ended.rewards,
+            ended.values,
+            ended.policies,
+        )
         self._observations = next_observations
         return ended.returns
 
