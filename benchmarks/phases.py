@@ -1,6 +1,6 @@
 """Where a default run's time goes: one job in this process, each phase timed with a wall clock.
 
-    python benchmarks/phases.py                        # catch, the paper regime, variant none
+    python benchmarks/phases.py                        # catch, the tuned regime, variant none
     python benchmarks/phases.py regime=stress task=cartpole muzero.training_steps=1000
     python benchmarks/phases.py --overlap              # as one run on all cores runs
 

@@ -1,6 +1,6 @@
 """What mirroring rows to W&B costs a run: ``logger.every=1`` against ``10``, side by side.
 
-    python benchmarks/wandb_cost.py                   # 4 runs each of 1000 steps, paper regime
+    python benchmarks/wandb_cost.py                   # 4 runs each of 1000 steps, tuned regime
     python benchmarks/wandb_cost.py --runs 6 --steps 2500
 
 One process, one TensorFlow thread, W&B offline. The agent is built once (seed 0, not counted),
@@ -44,7 +44,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=4, help="restarted runs per setting")
     parser.add_argument("--steps", type=int, default=1000, help="training steps per run")
-    parser.add_argument("--regime", default="paper")
+    parser.add_argument("--regime", default="tuned")
     args = parser.parse_args()
 
     from hydra import compose, initialize_config_module

@@ -13,7 +13,7 @@ app = typer.Typer(
     help=(
         "Measure, don't guess, what a gradient trick does to training: MuZero's scale_gradient "
         "and its look-alikes (clipnorm, MaxNorm, stop_gradient, ...) swept over seeds.\n\n"
-        "Main job: gradlab sweep ablation=hidden_scale (5 variants x regimes paper and stress x "
+        "Main job: gradlab sweep ablation=hidden_scale (5 variants x regimes tuned and stress x "
         "5 seeds on Catch; then gradlab table results/hidden_scale)"
     ),
     no_args_is_help=True,

@@ -22,7 +22,15 @@ from collections.abc import Iterator
 
 from experiments.errors import ConfigError, unknown_choice
 
-__all__ = ["composition_error", "omegaconf_error"]
+__all__ = ["RENAMED", "composition_error", "omegaconf_error"]
+
+RENAMED = {
+    ("regime", "paper"): (
+        "regime 'paper' was renamed 'tuned': it trains with Adam at 1e-2, not the paper's "
+        "momentum SGD (that is regime=pseudocode); use regime=tuned"
+    ),
+}
+"""Group options that were renamed: (group, old name) -> the one line that says what to use."""
 
 _EXPECTED = {
     "Integer": "an integer",
@@ -94,6 +102,8 @@ def composition_error(err: BaseException) -> ConfigError:
             return cause
         if isinstance(cause, MissingConfigException) and cause.missing_cfg_file:
             group, _, value = cause.missing_cfg_file.rpartition("/")
+            if (group, value) in RENAMED:
+                return ConfigError(RENAMED[group, value])
             if cause.options is not None and group:
                 return unknown_choice(group, value, cause.options)
             return ConfigError(f"config {cause.missing_cfg_file!r} not found")

@@ -134,7 +134,7 @@ def sweep_args(conf: Path, res: Path, *overrides: str) -> list[str]:
     return [
         "sweep",
         "ablation=hidden_scale",
-        "regime=paper",
+        "regime=tuned",
         f"runtime.results_dir={res}",
         *overrides,
         "--config-dir",

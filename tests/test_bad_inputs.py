@@ -44,21 +44,21 @@ def tree(tmp_path_factory):
         res = data / "res"
         _job(
             conf,
-            res / "hidden_scale" / "regime=paper__variant=none__seed=0",
+            res / "hidden_scale" / "regime=tuned__variant=none__seed=0",
             ablation="hidden_scale",
         )
-        _job(conf, res / "hidden_scale" / "regime=paper__variant=scale_gradient__seed=0",
+        _job(conf, res / "hidden_scale" / "regime=tuned__variant=scale_gradient__seed=0",
              variant="scale_gradient", ablation="hidden_scale")  # fmt: skip
         _job(conf, res / "runs" / "seed=0", ablation=None)
         # a folder named hidden_scale holding a job of the clip ablation (copied or renamed)
         _job(
             conf,
-            data / "other" / "hidden_scale" / "regime=paper__variant=none__seed=0",
+            data / "other" / "hidden_scale" / "regime=tuned__variant=none__seed=0",
             ablation="clip",
         )
         _job(
             conf,
-            data / "ro" / "hidden_scale" / "regime=paper__variant=none__seed=0",
+            data / "ro" / "hidden_scale" / "regime=tuned__variant=none__seed=0",
             ablation="hidden_scale",
         )
         (data / "empty").mkdir()
@@ -66,10 +66,10 @@ def tree(tmp_path_factory):
         (data / "corrupt" / "job" / "summary.json").write_text('{"status": "compl')
         (data / "mixed").mkdir()
         shutil.copytree(
-            res / "hidden_scale" / "regime=paper__variant=none__seed=0", data / "mixed" / "a"
+            res / "hidden_scale" / "regime=tuned__variant=none__seed=0", data / "mixed" / "a"
         )
         shutil.copytree(
-            data / "other" / "hidden_scale" / "regime=paper__variant=none__seed=0",
+            data / "other" / "hidden_scale" / "regime=tuned__variant=none__seed=0",
             data / "mixed" / "b",
         )
         (data / "afile").write_text("not a folder\n")
@@ -100,6 +100,8 @@ BAD = [
     (["sweep", R, *C], "gradlab sweep needs ablation=NAME; choose one of: clip"),
     (["sweep", "ablation=clip", "variant=nope,clipnorm", R, *C], "unknown variant 'nope'"),
     (["run", "variant=maxnorn", R, *C], "unknown variant 'maxnorn'; choose one of"),
+    (["run", "regime=paper", R, *C], "regime 'paper' was renamed 'tuned'"),
+    (["sweep", "ablation=hidden_scale", "regime=paper", R, *C], "use regime=tuned"),
     (["run", "task=pong", R, *C], "unknown task 'pong'; choose one of: catch"),
     (["run", "logger=wandb", R, *C], "unknown logger 'wandb'; choose one of: none"),
     (["run", "logger.mode=cloud", R, *C], "unknown logger.mode 'cloud'; choose one of"),
@@ -144,7 +146,7 @@ BAD = [
     (["run", "runtime.results_dir={data}/ro", *C], "results folder '{data}/ro' is read-only"),
     (["run", "runtime.results_dir={data}/afile", *C], "'{data}/afile' is not a folder"),
     (
-        ["sweep", "ablation=hidden_scale", "regime=paper", "variant=none", "seed=0",
+        ["sweep", "ablation=hidden_scale", "regime=tuned", "variant=none", "seed=0",
          "runtime.results_dir={data}/other", *C],
         "holds a job of ablation 'clip', not 'hidden_scale'",
     ),
@@ -191,7 +193,7 @@ def test_read_only_results_still_give_a_table_and_a_dry_run(tree):
     before = _checksum(data)
     table = CliRunner().invoke(app, ["table", str(data / "ro" / "hidden_scale")])
     assert table.exit_code == 0, table.output
-    args = ["sweep", "ablation=hidden_scale", "regime=paper", "variant=none", "seed=0,1"]
+    args = ["sweep", "ablation=hidden_scale", "regime=tuned", "variant=none", "seed=0,1"]
     dry = CliRunner().invoke(
         app, [*args, f"runtime.results_dir={data / 'ro'}", "--dry-run", "--config-dir",
               str(tree["conf"])], obj=standin.JOB,

@@ -18,7 +18,7 @@ JOBS = [
     ["ablation=hidden_scale", "regime=stress", "variant=none", "seed=3"],
     ["ablation=hidden_scale", "regime=stress", "variant=maxnorm", "seed=1"],
     ["ablation=hidden_scale", "regime=stress", "variant=none", "seed=2"],
-    ["ablation=hidden_scale", "regime=paper", "variant=maxnorm", "seed=4"],
+    ["ablation=hidden_scale", "regime=tuned", "variant=maxnorm", "seed=4"],
 ]
 
 
@@ -58,7 +58,7 @@ def test_a_value_that_interpolates_the_seed_resolves_to_each_jobs_seed(tmp_path)
     jobs = plan.plan(
         [
             "ablation=hidden_scale",
-            "regime=paper",
+            "regime=tuned",
             "variant=none",
             "seed=0,1",
             f"runtime.results_dir={tmp_path}/r${{seed}}",

@@ -40,7 +40,7 @@ def test_ray_sweep_runs_each_job_once_and_a_killed_job_is_one_failed_job(
     args = [
         "sweep",
         "ablation=hidden_scale",
-        "regime=paper",
+        "regime=tuned",
         "variant=none,scale_gradient",
         "seed=0,1",
         *standin_env.common,
@@ -53,14 +53,14 @@ def test_ray_sweep_runs_each_job_once_and_a_killed_job_is_one_failed_job(
     assert first.exit_code == 1, first.output  # one job failed: the others completed
     assert "4 jobs: 3 completed, 0 diverged, 0 timeout, 1 failed, 0 skipped" in first.output
     ablation = standin_env.res / "hidden_scale"
-    killed = store.read_summary(ablation / "regime=paper__variant=scale_gradient__seed=1")
+    killed = store.read_summary(ablation / "regime=tuned__variant=scale_gradient__seed=1")
     assert killed["status"] == "failed" and "killed by signal 9 (SIGKILL)" in killed["error"]
 
     again = standin_env.invoke(args)  # the results folder decides: only the failed job re-runs
     assert again.exit_code == 0, again.output
     assert "4 jobs: 1 completed, 0 diverged, 0 timeout, 0 failed, 3 skipped" in again.output
     for name in ("variant=none__seed=0", "variant=scale_gradient__seed=1"):
-        name = f"regime=paper__{name}"
+        name = f"regime=tuned__{name}"
         summary = store.read_summary(ablation / name)
         assert summary["status"] == "completed" and summary["steps"] == 5
 

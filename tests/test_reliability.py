@@ -100,7 +100,7 @@ def test_sigkill_of_the_whole_sweep_then_rerun_completes_each_job_once(tmp_path)
     conf, res = standin.make_conf(tmp_path), tmp_path / "res"
     args = _sweep_args(res, conf, "variant=none", "seed=0,1,2", "muzero.sleep_s=0.05")
     ablation = res / "hidden_scale"
-    name = f"muzero.sleep_s=0.05__muzero.training_steps={STEPS}__regime=paper__variant=none"
+    name = f"muzero.sleep_s=0.05__muzero.training_steps={STEPS}__regime=tuned__variant=none"
     jobs = [f"{name}__seed={s}" for s in range(3)]
     log = (tmp_path / "first.log").open("w")
     proc = subprocess.Popen(
@@ -129,7 +129,7 @@ def test_sigkill_of_the_whole_sweep_then_rerun_completes_each_job_once(tmp_path)
     assert "3 jobs: 2 completed, 0 diverged, 0 timeout, 0 failed, 1 skipped" in again.stdout
     _assert_each_job_completed_once(ablation, jobs, steps=STEPS)
     assert _table_counts(ablation) == {
-        f"muzero.sleep_s=0.05, muzero.training_steps={STEPS}, regime=paper, variant=none": (3, 3)
+        f"muzero.sleep_s=0.05, muzero.training_steps={STEPS}, regime=tuned, variant=none": (3, 3)
     }
 
 
@@ -144,7 +144,7 @@ def test_fault_injection_raise_and_sigkill_then_rerun_counts_each_job_once(tmp_p
     env = _env(**{standin.FAULTS_ENV: str(faults)})
     args = _sweep_args(res, conf, "variant=none,scale_gradient", "seed=0,1")
     ablation = res / "hidden_scale"
-    name = f"muzero.training_steps={STEPS}__regime=paper__variant={{}}__seed={{}}"
+    name = f"muzero.training_steps={STEPS}__regime=tuned__variant={{}}__seed={{}}"
     jobs = [name.format(v, s) for v in ("none", "scale_gradient") for s in (0, 1)]
 
     first = subprocess.run(
@@ -170,7 +170,7 @@ def test_fault_injection_raise_and_sigkill_then_rerun_counts_each_job_once(tmp_p
     assert "4 jobs: 2 completed, 0 diverged, 0 timeout, 0 failed, 2 skipped" in again.stdout
     _assert_each_job_completed_once(ablation, jobs, steps=STEPS)
     assert _table_counts(ablation) == {
-        f"muzero.training_steps={STEPS}, regime=paper, variant={v}": (2, 2)
+        f"muzero.training_steps={STEPS}, regime=tuned, variant={v}": (2, 2)
         for v in ("none", "scale_gradient")
     }
 

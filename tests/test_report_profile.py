@@ -95,7 +95,7 @@ def test_profile_figure_one_panel_per_regime(folder):
     fig = performance_profiles(load_results(folder), n_resamples=199)
     assert len(fig.axes) == 2
     paper, stress = fig.axes
-    assert paper.get_title() == "regime=paper" and stress.get_title() == "regime=stress"
+    assert paper.get_title() == "regime=tuned" and stress.get_title() == "regime=stress"
     labels = [[line.get_label() for line in ax.get_lines()] for ax in fig.axes]
     assert labels == [["none (n=3)", "sg (n=3)"], ["none (n=3)", "sg (n=3)"]]  # running left out
     colours = [[line.get_color() for line in ax.get_lines()] for ax in fig.axes]

@@ -49,7 +49,7 @@ def _wide(root):
     names, five seeds, diverged runs without a final return, and runs not averaged."""
     variants = ["none", "global_clipnorm", "maxnorm_kernel", "scale_gradient", "stop_gradient"]
     for i, (regime, variant, seed) in enumerate(
-        itertools.product(["paper", "stress"], variants, range(5))
+        itertools.product(["tuned", "stress"], variants, range(5))
     ):
         diverged = regime == "stress" and seed < variants.index(variant) % 3
         stability = {

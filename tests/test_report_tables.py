@@ -149,10 +149,10 @@ def test_no_bold_when_all_tied_or_no_direction(tmp_path):
 
 
 def test_strata_holm_over_the_table_and_bold_per_stratum(tmp_path):
-    results = load_results(_stress(tmp_path, regimes=("paper", "stress")))
+    results = load_results(_stress(tmp_path, regimes=("tuned", "stress")))
     table = summarize(results, metrics=["unstable"], n_resamples=99)
     assert list(zip(table["regime"], table["variant"], strict=True)) == [
-        (r, v) for r in ("paper", "stress") for v in ("none", "clip", "sg")
+        (r, v) for r in ("tuned", "stress") for v in ("none", "clip", "sg")
     ]  # baseline first within each regime
     # each row is compared with the none of its own regime; Holm over all m = 4 compared rows
     assert table.attrs["compared"] == {"unstable": 4}

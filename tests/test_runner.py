@@ -52,7 +52,7 @@ def _run(tmp_path, cfg, **kwargs):
         tmp_path / "job",
         job="job",
         overrides={"variant": cfg.variant.name, "seed": str(cfg.seed), "runtime.threads": "1"},
-        choices={"task": "catch", "regime": "paper"},
+        choices={"task": "catch", "regime": "tuned"},
         resolved={"seed": cfg.seed},
         train_fn=standin.train,
         ablation="test",

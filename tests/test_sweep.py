@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from cli.main import app
 from experiments import store
 
-JOBS = [f"regime=paper__variant={v}__seed={s}" for v in ("none", "scale_gradient") for s in (0, 1)]
+JOBS = [f"regime=tuned__variant={v}__seed={s}" for v in ("none", "scale_gradient") for s in (0, 1)]
 
 
 def _invoke(args):
@@ -57,7 +57,7 @@ def test_joblib_sweep_writes_every_job_folder(swept):
         assert summary["status"] == "completed" and summary["job"] == name
         assert summary["ablation"] == "hidden_scale" and summary["steps"] == 5
         regime, variant, seed = name.split("__")
-        assert summary["group"] == {"regime": "paper", "variant": variant.split("=")[1]}
+        assert summary["group"] == {"regime": "tuned", "variant": variant.split("=")[1]}
         assert summary["seed"] == int(seed.split("=")[1])
         rows = store.read_metrics(job / "metrics.jsonl")
         assert [r["step"] for r in rows] == [1, 2, 3, 4, 5]
@@ -105,7 +105,7 @@ def test_failures_are_isolated_and_rerun(tmp_path, monkeypatch):
     args = [
         "sweep",
         "ablation=hidden_scale",
-        "regime=paper",
+        "regime=tuned",
         "variant=none",
         "seed=0",
         "muzero.nan_at=0,2",
@@ -119,16 +119,16 @@ def test_failures_are_isolated_and_rerun(tmp_path, monkeypatch):
     assert result.exit_code == 1, result.output  # a job failed: non-zero, after all jobs ran
     assert "4 jobs: 1 completed, 2 diverged, 0 timeout, 1 failed, 0 skipped" in result.output
     ablation = res / "hidden_scale"
-    failed = ablation / "muzero.fail_at=3__muzero.nan_at=0__regime=paper__variant=none__seed=0"
+    failed = ablation / "muzero.fail_at=3__muzero.nan_at=0__regime=tuned__variant=none__seed=0"
     assert _summary(failed)["status"] == "failed"
     assert "stand-in failure at step 3" in (failed / "error.txt").read_text()
     diverged = _summary(
-        ablation / "muzero.fail_at=3__muzero.nan_at=2__regime=paper__variant=none__seed=0"
+        ablation / "muzero.fail_at=3__muzero.nan_at=2__regime=tuned__variant=none__seed=0"
     )
     assert diverged["status"] == "diverged" and diverged["diverged_step"] == 2
 
     # a job killed mid-run: summary says running, metrics torn; the re-run redoes it exactly once
-    killed = ablation / "muzero.fail_at=0__muzero.nan_at=0__regime=paper__variant=none__seed=0"
+    killed = ablation / "muzero.fail_at=0__muzero.nan_at=0__regime=tuned__variant=none__seed=0"
     store.write_json_atomic(killed / "summary.json", {**_summary(killed), "status": "running"})
     with open(killed / "metrics.jsonl", "a") as f:
         f.write('{"step": 6, "loss/to')
@@ -150,6 +150,6 @@ def test_parallel_sweep_deals_the_seeds_of_a_configuration_to_one_worker(tmp_pat
     assert result.exit_code == 0, result.output
     assert "6 jobs: 6 completed" in result.output
     for variant in ("none", "scale_gradient"):
-        names = [f"regime=paper__variant={variant}__seed={s}" for s in (0, 1, 2)]
+        names = [f"regime=tuned__variant={variant}__seed={s}" for s in (0, 1, 2)]
         pids = {_summary(res / "hidden_scale" / name)["pid"] for name in names}
         assert len(pids) == 1, (variant, pids)
