@@ -77,40 +77,44 @@ def _job(root, name, *, status, regime, variant, seed, final_return):
 @pytest.fixture()
 def folder(tmp_path):
     returns = {
-        ("paper", "none"): [0.2, 0.5, 0.9],
-        ("paper", "sg"): [0.6, 0.7, 0.8],
+        ("tuned", "none"): [0.2, 0.5, 0.9],
+        ("tuned", "scale_gradient"): [0.6, 0.7, 0.8],
         ("stress", "none"): [-1.0, None, None],  # two diverged before the final window
-        ("stress", "sg"): [0.4, 0.9, 1.0],
+        ("stress", "scale_gradient"): [0.4, 0.9, 1.0],
     }
     for (regime, variant), values in returns.items():
         for seed, ret in enumerate(values):
             status = "diverged" if ret is None else "completed"
             _job(tmp_path, f"{regime}-{variant}-{seed}", status=status, regime=regime,
                  variant=variant, seed=seed, final_return=ret)  # fmt: skip
-    _job(tmp_path, "x", status="running", regime="stress", variant="sg", seed=3, final_return=9.0)
+    _job(tmp_path, "x", status="running", regime="stress", variant="scale_gradient", seed=3,
+         final_return=9.0)  # fmt: skip
     return tmp_path
 
 
 def test_profile_figure_one_panel_per_regime(folder):
     fig = performance_profiles(load_results(folder), n_resamples=199)
     assert len(fig.axes) == 2
-    paper, stress = fig.axes
-    assert paper.get_title() == "regime=tuned" and stress.get_title() == "regime=stress"
+    stress, tuned = fig.axes
+    assert stress.get_title(loc="left") == "regime=stress"
+    assert tuned.get_title(loc="left") == "regime=tuned"
     labels = [[line.get_label() for line in ax.get_lines()] for ax in fig.axes]
-    assert labels == [["none (n=3)", "sg (n=3)"], ["none (n=3)", "sg (n=3)"]]  # running left out
+    both = ["none (n=3)", "scale_gradient (n=3)"]
+    assert labels == [both, both]  # the running job is left out
     colours = [[line.get_color() for line in ax.get_lines()] for ax in fig.axes]
-    assert colours == [[OKABE_ITO[0], OKABE_ITO[1]]] * 2  # a variant keeps its colour
+    assert colours == [[OKABE_ITO[0], OKABE_ITO[1]]] * 2  # the variant registry's colours
+    assert len(fig.legends) == 1 and not any(ax.get_legend() for ax in fig.axes)
     none = stress.get_lines()[0]
     x, y = none.get_xdata(), none.get_ydata()
     # 1 of 3 runs has a return (-1.0); the two diverged ones never count
     assert y[0] == pytest.approx(1 / 3) and y[np.flatnonzero(x == -1.0)[0]] == 0.0
     assert x[0] == pytest.approx(-1.1) and x[-1] == pytest.approx(1.1)  # -1..1 padded by 0.1
-    sg = paper.get_lines()[1]
+    sg = tuned.get_lines()[1]
     at = {float(t): float(v) for t, v in zip(sg.get_xdata(), sg.get_ydata(), strict=True)}
     assert at[0.5] == 1.0 and at[0.6] == pytest.approx(2 / 3) and at[0.8] == 0.0
     assert none.get_drawstyle() == "steps-post"
-    assert "fraction of runs" in paper.get_ylabel() and "final return" in paper.get_xlabel()
-    assert len(paper.collections) == 2  # a band per line
+    assert "fraction of runs" in stress.get_ylabel() and "final return" in tuned.get_xlabel()
+    assert len(tuned.collections) == 2  # a band per line
 
 
 def test_a_constant_key_is_neither_a_panel_nor_the_compared_key(tmp_path):
@@ -118,7 +122,7 @@ def test_a_constant_key_is_neither_a_panel_nor_the_compared_key(tmp_path):
     for placement, seed in itertools.product(["pseudocode", "paper", "hook"], range(2)):
         job = tmp_path / f"{placement}-{seed}"
         job.mkdir()
-        group = {"regime": "stress", "variant": "sg", "variant.placement": placement}
+        group = {"regime": "stress", "variant": "scale_gradient", "variant.placement": placement}
         stability = {"final_return": seed / 2}
         summary = {"status": "completed", "job": job.name, "ablation": "sp", "seed": seed,
                    "threshold": 0.9, "group": group, "stability": stability}  # fmt: skip
@@ -126,15 +130,17 @@ def test_a_constant_key_is_neither_a_panel_nor_the_compared_key(tmp_path):
     fig = performance_profiles(load_results(tmp_path), n_resamples=99)
     assert len(fig.axes) == 1
     labels = [line.get_label() for line in fig.axes[0].get_lines()]
-    assert sorted(labels) == ["hook (n=2)", "paper (n=2)", "pseudocode (n=2)"]
+    # in the placement registry's order, with its colours
+    assert labels == ["pseudocode (n=2)", "paper (n=2)", "hook (n=2)"]
+    assert [ln.get_color() for ln in fig.axes[0].get_lines()] == list(OKABE_ITO[:3])
 
 
 def test_profile_single_panel_without_other_keys(tmp_path):
-    for variant, seed in itertools.product(["none", "sg"], range(2)):
-        _job(tmp_path, f"{variant}-{seed}", status="completed", regime="paper", variant=variant,
+    for variant, seed in itertools.product(["none", "scale_gradient"], range(2)):
+        _job(tmp_path, f"{variant}-{seed}", status="completed", regime="tuned", variant=variant,
              seed=seed, final_return=seed + 0.5)  # fmt: skip
     fig = performance_profiles(load_results(tmp_path), n_resamples=99)
-    assert len(fig.axes) == 1 and fig.axes[0].get_title() == ""  # regime is constant
+    assert len(fig.axes) == 1 and fig.axes[0].get_title(loc="left") == ""  # regime is constant
 
 
 def test_plot_all_writes_the_profile(folder, tmp_path):
@@ -145,12 +151,13 @@ def test_plot_all_writes_the_profile(folder, tmp_path):
 
 
 def test_panel_without_final_returns_says_so(tmp_path):
-    for regime, variant, seed in itertools.product(["paper", "stress"], ["none", "sg"], range(2)):
+    cells = itertools.product(["tuned", "stress"], ["none", "scale_gradient"], range(2))
+    for regime, variant, seed in cells:
         ret = None if regime == "stress" else seed + 0.5
         status = "diverged" if ret is None else "completed"
         _job(tmp_path, f"{regime}-{variant}-{seed}", status=status, regime=regime,
              variant=variant, seed=seed, final_return=ret)  # fmt: skip
     fig = performance_profiles(load_results(tmp_path), n_resamples=99)
-    paper, stress = fig.axes
-    assert len(paper.get_lines()) == 2 and not stress.get_lines()
+    stress, tuned = fig.axes  # panels in the runs' (sorted) order
+    assert len(tuned.get_lines()) == 2 and not stress.get_lines()
     assert [t.get_text() for t in stress.texts] == ["no run has a final return"]

@@ -1,15 +1,27 @@
-"""Publication figures of one results folder: learning curves, gradient norms, per-depth gradients,
-divergence counts, and (from :mod:`experiments.report.profile`) performance profiles. PNG and PDF.
+"""Publication figures of one results folder: return curves, gradient norms, loss, per-depth
+gradients, run status and (from :mod:`experiments.report.profile`) performance profiles.
 
-Every function returns a :class:`matplotlib.figure.Figure` built without ``pyplot`` (no global
-figure registry, no interactive backend), so tests can inspect it. Style
-(:mod:`experiments.report.style`): the Okabe-Ito colour-blind-safe palette, 9-10 pt fonts,
-labelled axes with units, a legend, fonts embedded as TrueType in PDFs.
+Every figure follows the same rules (``docs/figures.md`` shows each one and its caption):
 
-Curves are aggregated over the averaged runs (completed or diverged) of each group: per run, steps
-are averaged into at most ``n_bins`` bins; per bin, the mean over seeds is drawn with a 95%
-Student-t confidence band (mean ± t * sem; no band with one seed). Log-scale quantities (gradient
-norms) are aggregated in log space: the line is the geometric mean.
+* **small multiples**: one panel per regime (per combination of the varying keys other than the
+  compared one, :mod:`experiments.report.layout`), one line per variant, y shared across panels;
+* **one look per variant**: colour (Okabe-Ito), line style and marker keyed by the variant's
+  position in the variant registry, the same in every figure (:mod:`experiments.report.style`);
+* **one legend per figure**, below the panels, outside every data area;
+* **every run counts** in return curves: a diverged run contributes its task's random-policy
+  return from its divergence on (:mod:`experiments.report.itt`), so a line's n is constant; an
+  ``x`` on the line marks each divergence. Gradient-norm and loss curves have no value for a
+  diverged run after its divergence: they show the runs still training, the ``x`` marks where
+  each run stopped, and the panel title says how many diverged;
+* **bands inside the support**: a seeded percentile bootstrap of the mean over runs
+  (:mod:`experiments.report.bands`), which never leaves the range of the data; log-scale
+  quantities (gradient norms) are averaged and bootstrapped in log10 (the line is the geometric
+  mean);
+* **a paper's size**: 3.3 in wide, fonts >= 7 pt, PNG (300 dpi) and PDF.
+
+Figures are built without ``pyplot`` (no global figure registry), so tests can inspect them.
+Per-step data come from :func:`experiments.report.curves.run_curves` (``metrics.jsonl``, or the
+committed ``curves.csv.gz`` on a fresh clone).
 """
 
 from __future__ import annotations
@@ -21,21 +33,26 @@ import matplotlib.ticker
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
-from scipy import stats
+from matplotlib.lines import Line2D
 
+from experiments.report.bands import mean_band
+from experiments.report.curves import run_curves
+from experiments.report.itt import itt_matrix, random_return
+from experiments.report.layout import Layout, layout_of, panel_grid
 from experiments.report.profile import performance_profiles
 from experiments.report.results import AVERAGED, Results, load_curves
-from experiments.report.style import OKABE_ITO, SIZE, STYLE, line_style, save_figure
-from experiments.store import STATUSES
+from experiments.report.style import OKABE_ITO, STYLE, figure_legend, save_figure
+from experiments.store import STATUSES, read_summary
 
 __all__ = [
     "OKABE_ITO",
     "divergence_counts",
     "hidden_grad_by_depth",
-    "learning_curve",
     "performance_profiles",
     "plot_all",
+    "return_curves",
     "save_figure",
+    "survivor_curves",
 ]
 
 _STATUS_COLOURS = {
@@ -45,26 +62,159 @@ _STATUS_COLOURS = {
     "timeout": "#E69F00",
     "running": "#56B4E9",
 }
-_CONFIDENCE = 0.95
+_GREY = "#555555"
+_MARKS = 5  # markers per line (identity in grey print), staggered across lines
 
 
-def _mean_band(values: np.ndarray) -> tuple[float, float, float]:
-    """``(mean, low, high)`` of ``[N]`` values: a 95% Student-t interval; NaN band if N < 2."""
-    n = len(values)
-    mean = float(np.mean(values)) if n else float("nan")
-    if n < 2:
-        return mean, float("nan"), float("nan")
-    half = stats.t.ppf(0.5 + _CONFIDENCE / 2, n - 1) * np.std(values, ddof=1) / np.sqrt(n)
-    return mean, mean - half, mean + half
+def _diverged_steps(runs: pd.DataFrame) -> pd.Series:
+    """Per run, its diverging step (NaN: did not diverge); a run diverged by its status but
+    without a recorded step counts as diverged after its last step."""
+    steps = pd.to_numeric(runs["diverged_step"], errors="coerce")
+    by_status = (runs["status"] == "diverged") & steps.isna()
+    fallback = pd.to_numeric(runs["steps"], errors="coerce").fillna(0) + 1
+    return steps.where(~by_status, fallback)
 
 
-def _binned(curves: pd.DataFrame, key: str, *, n_bins: int) -> pd.DataFrame:
-    """Per (group, job, x): the run's mean of ``key`` in each step bin (x = the bin's centre).
+def _plot_line(ax, x, mean, low, high, style: dict, *, order: int) -> None:
+    """The mean line with a few identity markers (staggered by ``order``) and its band."""
+    every = max(1, len(x) // _MARKS)
+    kw = {k: v for k, v in style.items() if k != "marker"}
+    ax.plot(x, mean, marker=style["marker"], markevery=(order * every // 7 % every, every),
+            markersize=3, **kw)  # fmt: skip
+    if np.isfinite(low).any():
+        ax.fill_between(x, low, high, alpha=0.18, color=style["color"], linewidth=0)
 
-    Steps are used as they are when there are at most ``n_bins`` distinct ones (evaluations).
+
+def _mark_divergences(ax, x, mean, steps: np.ndarray, style: dict) -> None:
+    """An ``x`` on the line at each divergence step (the line's value there, interpolated)."""
+    steps = steps[np.isfinite(steps)]
+    if not len(steps) or not len(x):
+        return
+    at = np.clip(steps, x[0], x[-1])
+    y = np.interp(at, x, mean)
+    ax.plot(at, y, linestyle="none", marker="x", markersize=4, markeredgewidth=1.0,
+            color=style["color"], zorder=4)  # fmt: skip
+
+
+def _panel_title(ax, label: str, runs: pd.DataFrame) -> None:
+    """``label`` over ``n=5 each, 2 diverged`` (runs per line; diverged runs in the panel)."""
+    n = runs.groupby("_line").size()
+    each = f"n={n.iloc[0]} each" if n.nunique() == 1 else f"n={n.min()}-{n.max()} each"
+    detail = f"{each}, {int(_diverged_steps(runs).notna().sum())} diverged"
+    ax.set_title(f"{label}\n{detail}" if label else detail, loc="left")
+
+
+def _legend(fig: Figure, layout: Layout, extra: list[tuple[Line2D, str]]) -> None:
+    handles = [Line2D([], [], **layout.styles[v], markersize=3) for v in layout.values]
+    labels = list(layout.values)
+    for handle, label in extra:
+        handles.append(handle)
+        labels.append(label)
+    title = None if layout.line_key == "group" else layout.line_key
+    figure_legend(fig, handles, labels, title=title)
+
+
+def _divergence_handle() -> tuple[Line2D, str]:
+    return Line2D([], [], linestyle="none", marker="x", color=_GREY, markersize=4), "run diverged"
+
+
+def _with_lines(runs: pd.DataFrame, layout: Layout) -> pd.DataFrame:
+    return runs.assign(_line=runs[layout.line_key].astype(str))
+
+
+def return_curves(
+    results: Results,
+    curves: pd.DataFrame,
+    *,
+    random_return_value: float | None = None,
+    threshold: float | None = None,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> Figure:
+    """Evaluation return per panel (regime), one line per variant: the mean over **every** run
+    (intention to treat) with a 95% percentile-bootstrap band.
+
+    Args:
+      results: the folder.
+      curves: from :func:`~experiments.report.curves.run_curves`, with ``eval/return``.
+      random_return_value: the task's random-policy episode return (unscaled); None: from the
+        task registry. Needed only when a run diverged.
+      threshold: a dashed horizontal line (the task's success return), if given.
+      n_resamples: bootstrap resamples per band.
+      seed: seeds every band (same folder, same figure).
+
+    Returns:
+      The figure: one axes per panel; per line ``ax.get_lines()`` holds the mean line (label the
+      variant, ``get_xdata``: evaluation steps) then, if runs diverged, their ``x`` marks.
     """
-    data = curves[["group", "job", "step", key]].dropna()
-    data = data[np.isfinite(data[key])]
+    runs = results.averaged
+    layout = layout_of(runs, results.group_keys)
+    panels = list(layout.panels(_with_lines(runs, layout)))
+    evals = curves.dropna(subset=["eval/return"]) if "eval/return" in curves else curves
+    diverged = any(_diverged_steps(runs).notna())
+    with mpl.rc_context(STYLE):
+        fig, axes = panel_grid(len(panels))
+        for ax, (label, panel) in zip(axes, panels, strict=False):
+            for order, (value, members) in enumerate(layout.lines(panel)):
+                members = members.assign(diverged_step=_diverged_steps(members))
+                fill = {
+                    run.job: random_return(
+                        run.task, reward_scale=_reward_scale(run.path), explicit=random_return_value
+                    )  # fmt: skip
+                    for run in members.itertuples()
+                    if run.diverged_step == run.diverged_step
+                }
+                steps, values = itt_matrix(evals[evals["job"].isin(members["job"])], members, fill)
+                if not len(steps):
+                    continue
+                mean, low, high = mean_band(values, n_resamples=n_resamples, seed=seed)
+                style = layout.styles[value]
+                _plot_line(ax, steps, mean, low, high, style, order=order)
+                ax.get_lines()[-1].set_label(value)
+                _mark_divergences(ax, steps, mean, members["diverged_step"].to_numpy(float), style)
+            _panel_title(ax, label, panel)
+            if threshold is not None:
+                ax.axhline(threshold, color=_GREY, linestyle="--", linewidth=0.7)
+            for level in sorted(set(_fills(runs, random_return_value)) if diverged else ()):
+                ax.axhline(level, color=_GREY, linestyle=":", linewidth=0.8)
+            ax.set_xlabel("training step")
+        for ax in axes[:: min(2, len(axes))]:
+            ax.set_ylabel("evaluation return")
+        extra = []
+        if threshold is not None:
+            extra.append((Line2D([], [], color=_GREY, linestyle="--", linewidth=0.7), "threshold"))
+        if diverged:
+            extra.append((Line2D([], [], color=_GREY, linestyle=":", linewidth=0.8),
+                          "random policy (diverged runs)"))  # fmt: skip
+            extra.append(_divergence_handle())
+        _legend(fig, layout, extra)
+    return fig
+
+
+def _fills(runs: pd.DataFrame, explicit: float | None) -> list[float]:
+    """The random-policy returns the diverged runs were held at."""
+    steps = _diverged_steps(runs)
+    return [
+        random_return(run.task, reward_scale=_reward_scale(run.path), explicit=explicit)
+        for run, step in zip(runs.itertuples(), steps, strict=True)
+        if step == step
+    ]
+
+
+def _reward_scale(job_dir: str) -> float:
+    summary = read_summary(job_dir) or {}
+    scale = summary.get("reward_scale")
+    return float(scale) if isinstance(scale, int | float) else 1.0
+
+
+def _binned(curves: pd.DataFrame, key: str, *, n_bins: int, log: bool) -> pd.DataFrame:
+    """Per (job, x): the run's mean of ``key`` (of log10 ``key`` when ``log``) in each step bin,
+    x the bin's centre; steps are used as they are when there are at most ``n_bins``. Non-finite
+    values (a diverging step) and, for ``log``, values <= 0 are left out."""
+    data = curves[["job", "step", key]].dropna()
+    data = data[np.isfinite(data[key]) & ((data[key] > 0) if log else True)]
+    if log:
+        data = data.assign(**{key: np.log10(data[key])})
     steps = data["step"].to_numpy(dtype=float)
     if data["step"].nunique() <= n_bins:
         data = data.assign(x=steps)
@@ -73,7 +223,78 @@ def _binned(curves: pd.DataFrame, key: str, *, n_bins: int) -> pd.DataFrame:
         width = (high - low) / n_bins
         index = np.minimum(((steps - low) // width).astype(int), n_bins - 1)
         data = data.assign(x=low + (index + 0.5) * width)
-    return data.groupby(["group", "job", "x"], sort=False)[key].mean().reset_index()
+    return data.groupby(["job", "x"], sort=True)[key].mean().reset_index()
+
+
+def _survivor_band(matrix: pd.DataFrame, *, n_resamples: int, seed: int):
+    """Mean and band per column of ``[runs, x]`` (NaN: the run had stopped), over the runs with a
+    value there: one bootstrap per set of runs present."""
+    values = matrix.to_numpy(dtype=float)
+    mean, low, high = (np.full(values.shape[1], np.nan) for _ in range(3))
+    present = np.isfinite(values)
+    for pattern in {tuple(col) for col in present.T}:
+        cols = np.flatnonzero((present.T == pattern).all(axis=1))
+        rows = np.flatnonzero(pattern)
+        if not len(rows):
+            continue
+        m, lo, hi = mean_band(values[np.ix_(rows, cols)], n_resamples=n_resamples, seed=seed)
+        mean[cols], low[cols], high[cols] = m, lo, hi
+    return matrix.columns.to_numpy(dtype=float), mean, low, high
+
+
+def survivor_curves(
+    results: Results,
+    curves: pd.DataFrame,
+    key: str,
+    *,
+    ylabel: str,
+    log: bool = False,
+    n_bins: int = 100,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> Figure:
+    """A training metric per panel, one line per variant over the runs still training at each
+    step (a diverged run has no value after its divergence), with a 95% bootstrap band; an ``x``
+    marks where each run diverged, and the panel title counts them.
+
+    Args:
+      results: the folder.
+      curves: with column ``key`` (:func:`~experiments.report.curves.run_curves`).
+      key: ``grad/global_norm`` or ``loss/total``.
+      ylabel: the y label, with units.
+      log: log y axis, averaged in log10 (the line is the geometric mean).
+      n_bins: at most this many points per run (per-run bin means).
+      n_resamples: bootstrap resamples per band.
+      seed: seeds every band.
+    """
+    runs = results.averaged
+    layout = layout_of(runs, results.group_keys)
+    panels = list(layout.panels(_with_lines(runs, layout)))
+    binned = _binned(curves, key, n_bins=n_bins, log=log)
+    with mpl.rc_context(STYLE):
+        fig, axes = panel_grid(len(panels))
+        for ax, (label, panel) in zip(axes, panels, strict=False):
+            for order, (value, members) in enumerate(layout.lines(panel)):
+                data = binned[binned["job"].isin(members["job"])]
+                if data.empty:
+                    continue
+                matrix = data.pivot(index="job", columns="x", values=key)
+                x, mean, low, high = _survivor_band(matrix, n_resamples=n_resamples, seed=seed)
+                if log:
+                    mean, low, high = 10**mean, 10**low, 10**high
+                style = layout.styles[value]
+                _plot_line(ax, x, mean, low, high, style, order=order)
+                ax.get_lines()[-1].set_label(value)
+                _mark_divergences(ax, x, mean, _diverged_steps(members).to_numpy(float), style)
+            _panel_title(ax, label, panel)
+            if log:
+                _log_y(ax)
+            ax.set_xlabel("training step")
+        for ax in axes[:: min(2, len(axes))]:
+            ax.set_ylabel(ylabel)
+        diverged = any(_diverged_steps(runs).notna())
+        _legend(fig, layout, [_divergence_handle()] if diverged else [])
+    return fig
 
 
 class _PlainLogFormatter(mpl.ticker.LogFormatter):
@@ -90,178 +311,138 @@ def _log_y(ax) -> None:
     ax.yaxis.set_minor_formatter(_PlainLogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.4)))
 
 
-def _legend(ax, results: Results) -> None:
-    if ax.get_legend_handles_labels()[0]:
-        title = ", ".join(results.group_keys) or None
-        ax.legend(title=title, loc="best")
-
-
-def learning_curve(
-    results: Results,
-    curves: pd.DataFrame,
-    key: str,
-    *,
-    ylabel: str,
-    log: bool = False,
-    threshold: float | None = None,
-    n_bins: int = 100,
+def hidden_grad_by_depth(
+    results: Results, curves: pd.DataFrame, *, n_resamples: int = 2000, seed: int = 0
 ) -> Figure:
-    """One line per group: the mean of ``key`` over seeds against the step, with a 95% band.
+    """Gradient norm at the hidden state against unroll depth k, per panel, one line per variant.
 
-    Args:
-      results: the folder (for group order and legend title).
-      curves: from :func:`~experiments.report.results.load_curves`, with column ``key``.
-      key: the per-step metric, e.g. ``eval/return``.
-      ylabel: the y axis label, with units.
-      log: log y axis, aggregated as a geometric mean.
-      threshold: a dashed horizontal line (the task's success return), if given.
-      n_bins: at most this many points per run.
-
-    Returns:
-      The figure; ``ax.get_lines()`` holds one line per group with data (plus the threshold line).
-    """
-    with mpl.rc_context(STYLE):
-        fig = Figure(figsize=SIZE, layout="constrained")
-        ax = fig.add_subplot()
-        binned = _binned(curves, key, n_bins=n_bins) if key in curves else pd.DataFrame()
-        for i, group in enumerate(results.runs["group"].unique()):
-            data = binned[binned["group"] == group] if len(binned) else binned
-            if data.empty:
-                continue
-            points = []
-            for x, at_x in data.groupby("x"):
-                v = at_x[key].to_numpy(dtype=float)
-                v = np.log10(v[v > 0]) if log else v
-                points.append((x, *_mean_band(v)))
-            x, mean, low, high = np.asarray(points).T
-            if log:
-                mean, low, high = 10**mean, 10**low, 10**high
-            n = data["job"].nunique()
-            ax.plot(x, mean, label=f"{group} (n={n})", **line_style(i))
-            ax.fill_between(x, low, high, alpha=0.2, color=line_style(i)["color"], linewidth=0)
-        if threshold is not None:
-            ax.axhline(threshold, color="#555555", linestyle="--", linewidth=1, label="threshold")
-        if log:
-            _log_y(ax)
-        ax.set_xlabel("training step")
-        ax.set_ylabel(ylabel)
-        band = "geometric mean" if log else "mean"
-        ax.set_title(f"{band} over seeds, 95% CI band", loc="left")
-        _legend(ax, results)
-    return fig
-
-
-def hidden_grad_by_depth(results: Results, curves: pd.DataFrame) -> Figure:
-    """Gradient norm at the hidden state against unroll depth k, one line per group.
-
-    Per run: the median over steps of ``grad/hidden_depth_{k}``; per group: the geometric mean over
-    seeds with a 95% band; log y axis.
-
-    Returns:
-      The figure; one line per group with data.
+    Per run: the median over its finite steps of ``grad/hidden_depth_{k}`` (a diverged run counts
+    with the steps it trained); per line: the geometric mean over runs with a 95% bootstrap band
+    (in log10); log y axis.
     """
     depth_keys = sorted(
         (c for c in curves.columns if c.startswith("grad/hidden_depth_")),
         key=lambda c: int(c.rsplit("_", 1)[1]),
     )
     depths = np.array([int(c.rsplit("_", 1)[1]) for c in depth_keys])
+    runs = results.averaged
+    layout = layout_of(runs, results.group_keys)
+    panels = list(layout.panels(_with_lines(runs, layout)))
+    finite = curves[depth_keys].where(np.isfinite(curves[depth_keys]) & (curves[depth_keys] > 0))
+    per_run = finite.assign(job=curves["job"]).groupby("job")[depth_keys].median()
     with mpl.rc_context(STYLE):
-        fig = Figure(figsize=SIZE, layout="constrained")
-        ax = fig.add_subplot()
-        for i, group in enumerate(results.runs["group"].unique()):
-            data = curves[curves["group"] == group]
-            if data.empty or not depth_keys:
-                continue
-            per_run = data.groupby("job")[depth_keys].median()  # [runs, depths]
-            bands = [_mean_band(np.log10(v[np.isfinite(v) & (v > 0)])) for v in per_run.T.values]
-            mean, low, high = (10 ** np.asarray(bands)).T
-            ax.plot(depths, mean, marker="o", label=f"{group} (n={len(per_run)})", **line_style(i))
-            ax.fill_between(depths, low, high, alpha=0.2, color=line_style(i)["color"], linewidth=0)
-        _log_y(ax)
-        if len(depths):
-            ax.set_xticks(depths)
-        ax.set_xlabel("unroll depth k (dynamics steps)")
-        ax.set_ylabel(r"$\|\partial L / \partial h_k\|_2$ (median over steps)")
-        ax.set_title("gradient at the hidden state; geometric mean over seeds, 95% CI", loc="left")
-        _legend(ax, results)
+        fig, axes = panel_grid(len(panels))
+        for ax, (label, panel) in zip(axes, panels, strict=False):
+            for order, (value, members) in enumerate(layout.lines(panel)):
+                logs = np.log10(per_run.reindex(members["job"]).dropna(how="any").to_numpy(float))
+                if not len(logs):
+                    continue
+                mean, low, high = mean_band(logs, n_resamples=n_resamples, seed=seed)
+                style = layout.styles[value]
+                _plot_line(ax, depths, 10**mean, 10**low, 10**high, style, order=order)
+                ax.get_lines()[-1].set_label(value)
+            _panel_title(ax, label, panel)
+            _log_y(ax)
+            if len(depths):
+                ax.set_xticks(depths)
+            ax.set_xlabel("unroll depth k")
+        for ax in axes[:: min(2, len(axes))]:
+            ax.set_ylabel(r"$\|\partial L / \partial h_k\|_2$")
+        _legend(fig, layout, [])
     return fig
 
 
 def divergence_counts(results: Results) -> Figure:
-    """Horizontal stacked bars: runs per status for each group, annotated ``k/n diverged``.
+    """Horizontal stacked bars per panel: runs per status for each variant, ``k/n diverged``.
 
     Returns:
-      The figure; one bar container per status present.
+      The figure; per panel one bar container per status present (in :data:`STATUSES` order).
     """
     runs = results.runs
-    groups = list(runs["group"].unique())
-    counts = runs.groupby(["group", "status"]).size().unstack(fill_value=0)
-    counts = counts.reindex(
-        index=groups, columns=[s for s in STATUSES if s in counts], fill_value=0
-    )
+    layout = layout_of(runs, results.group_keys)
+    panels = list(layout.panels(_with_lines(runs, layout)))
+    statuses = [s for s in STATUSES if s in set(runs["status"])]
+    n_values = len(layout.values)
     with mpl.rc_context(STYLE):
-        height = max(1.8, 0.45 * len(groups) + 1.0)
-        fig = Figure(figsize=(SIZE[0], height), layout="constrained")
-        ax = fig.add_subplot()
-        y = np.arange(len(groups))
-        left = np.zeros(len(groups))
-        for status in counts.columns:
-            width = counts[status].to_numpy()
-            ax.barh(y, width, left=left, color=_STATUS_COLOURS[status], label=status, height=0.6)
-            left += width
-        for yi, group in zip(y, groups, strict=True):
-            finished = counts.loc[group, [s for s in AVERAGED if s in counts]]
-            k = int(counts.loc[group].get("diverged", 0))
-            ax.text(left[yi] + 0.1, yi, f"{k}/{int(finished.sum())} diverged", va="center")
-        ax.set_yticks(y, groups)
-        ax.invert_yaxis()
-        ax.set_xlim(0, left.max() * 1.45 + 0.5)
-        ax.xaxis.get_major_locator().set_params(integer=True)
-        ax.grid(axis="y", visible=False)
-        ax.set_xlabel("runs (seeds)")
-        ax.set_title("run status per group", loc="left")
-        fig.legend(loc="outside lower center", ncols=len(counts.columns))
+        fig, axes = panel_grid(len(panels), height=0.2 * n_values + 0.45)
+        for ax, (label, panel) in zip(axes, panels, strict=False):
+            counts = panel.groupby(["_line", "status"]).size().unstack(fill_value=0)
+            counts = counts.reindex(index=list(layout.values), columns=statuses, fill_value=0)
+            y = np.arange(n_values)
+            left = np.zeros(n_values)
+            for status in statuses:
+                width = counts[status].to_numpy()
+                ax.barh(y, width, left=left, color=_STATUS_COLOURS[status], label=status,
+                        height=0.65)  # fmt: skip
+                left += width
+            for yi, value in zip(y, layout.values, strict=True):
+                finished = int(counts.loc[value, [s for s in AVERAGED if s in counts]].sum())
+                k = int(counts.loc[value].get("diverged", 0))
+                ax.text(left[yi] + 0.15, yi, f"{k}/{finished}", va="center")
+            ax.set_yticks(y, layout.values)
+            ax.invert_yaxis()
+            ax.set_xlim(0, left.max() * 1.35 + 0.5)
+            ax.xaxis.get_major_locator().set_params(integer=True)
+            ax.grid(axis="y", visible=False)
+            ax.set_xlabel("runs (seeds)")
+            if label:
+                ax.set_title(label, loc="left")
+        handles = [mpl.patches.Patch(color=_STATUS_COLOURS[s]) for s in statuses]
+        figure_legend(fig, handles, statuses, title="status (k/n: diverged of finished runs)")
     return fig
 
 
-def plot_all(results: Results, out_dir: str | Path) -> dict[str, list[Path]]:
+def plot_all(
+    results: Results,
+    out_dir: str | Path,
+    *,
+    random_return_value: float | None = None,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> dict[str, list[Path]]:
     """Every figure of the folder, as PNG and PDF.
 
-    Figures: ``return`` (evaluation return), ``loss`` (total loss), ``grad_norm`` (global gradient
-    norm, log y), ``hidden_grad_depth`` (gradient at the hidden state per depth), ``profile``
-    (performance profile of the final return), ``divergence``. A figure without data (e.g. no
-    evaluation ran) is skipped.
+    Figures: ``return`` (evaluation return, every run counted), ``grad_norm`` (global gradient
+    norm, log y), ``loss`` (total loss), ``hidden_grad_depth`` (gradient at the hidden state per
+    depth; needs ``metrics.jsonl``), ``profile`` (performance profile of the final return),
+    ``divergence`` (run status). A figure without data is skipped.
+
+    Args:
+      results: the folder.
+      out_dir: where the files go.
+      random_return_value: the task's random-policy episode return (unscaled), for a diverged
+        run's return after its divergence; None: from the task registry.
+      n_resamples: bootstrap resamples per band.
+      seed: seeds every band.
 
     Returns:
       Figure name -> the written paths.
     """
-    curves = load_curves(results)
+    curves = run_curves(results.averaged)
     thresholds = results.runs["threshold"].dropna().unique()
     threshold = float(thresholds[0]) if len(thresholds) == 1 else None
+    boot = {"n_resamples": n_resamples, "seed": seed}
     figures = {}
 
     def has(key: str) -> bool:
         return key in curves and curves[key].notna().any()
 
     if has("eval/return"):
-        figures["return"] = learning_curve(
-            results,
-            curves,
-            "eval/return",
-            ylabel="evaluation return (per episode)",
-            threshold=threshold,
-        )
-    if has("loss/total"):
-        figures["loss"] = learning_curve(
-            results, curves, "loss/total", ylabel="total loss (mean over batch)"
+        figures["return"] = return_curves(
+            results, curves, threshold=threshold, random_return_value=random_return_value, **boot
         )
     if has("grad/global_norm"):
-        figures["grad_norm"] = learning_curve(
-            results, curves, "grad/global_norm", ylabel="global gradient norm (L2)", log=True
+        figures["grad_norm"] = survivor_curves(
+            results, curves, "grad/global_norm", ylabel="global gradient norm", log=True, **boot
         )
-    if any(c.startswith("grad/hidden_depth_") for c in curves.columns):
-        figures["hidden_grad_depth"] = hidden_grad_by_depth(results, curves)
+    if has("loss/total"):
+        figures["loss"] = survivor_curves(
+            results, curves, "loss/total", ylabel="total loss", **boot
+        )
+    full = load_curves(results)
+    if any(c.startswith("grad/hidden_depth_") for c in full.columns):
+        figures["hidden_grad_depth"] = hidden_grad_by_depth(results, full, **boot)
     if results.averaged["final_return"].notna().any():
-        figures["profile"] = performance_profiles(results)
+        figures["profile"] = performance_profiles(results, **boot)
     figures["divergence"] = divergence_counts(results)
     return {name: save_figure(fig, out_dir, name) for name, fig in figures.items()}

@@ -20,16 +20,15 @@ value on the grid; curves are drawn as steps, so the drawing is exact, not inter
 
 from __future__ import annotations
 
-import math
-
 import matplotlib as mpl
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from scipy import stats
 
+from experiments.report.layout import Layout, layout_of, panel_grid
 from experiments.report.results import Results
-from experiments.report.style import SIZE, STYLE, line_style
-from experiments.report.tables import compared_key, varying_keys
+from experiments.report.style import STYLE, figure_legend
 
 __all__ = ["performance_profile", "performance_profiles", "profile_band", "tau_grid"]
 
@@ -114,16 +113,15 @@ def tau_grid(scores: np.ndarray, *, points: int = _GRID) -> np.ndarray:
     return np.unique(np.concatenate([np.linspace(low - pad, high + pad, points), finite]))
 
 
-def _draw_panel(ax, panel, label_key: str, values: list, *, n_resamples: int, seed: int) -> None:
-    """One step line and band per value of ``label_key`` among the ``panel``'s runs; the colour
-    is the value's place in ``values`` (the same in every panel)."""
+def _draw_panel(ax, panel, layout: Layout, *, n_resamples: int, seed: int) -> None:
+    """One step line and band per line value among the ``panel``'s runs, in the value's look."""
     taus = tau_grid(panel["final_return"].to_numpy(dtype=float))
     if not len(taus):
         ax.text(0.5, 0.5, "no run has a final return", ha="center", transform=ax.transAxes)
         return
-    for value, members in panel.groupby(label_key, sort=False):
+    for value, members in layout.lines(panel):
         scores = members["final_return"].to_numpy(dtype=float)
-        style = line_style(values.index(value))
+        style = {k: v for k, v in layout.styles[value].items() if k != "marker"}
         ax.plot(taus, performance_profile(scores, taus), drawstyle="steps-post",
                 label=f"{value} (n={len(scores)})", **style)  # fmt: skip
         low, high = profile_band(scores, taus, n_resamples=n_resamples, seed=seed)
@@ -132,8 +130,8 @@ def _draw_panel(ax, panel, label_key: str, values: list, *, n_resamples: int, se
 
 
 def performance_profiles(results: Results, *, n_resamples: int = 2000, seed: int = 0) -> Figure:
-    """One panel per set of groups that share every key but the compared one (e.g. per regime);
-    in each, one step line per group with its 95% bootstrap band.
+    """One panel per regime (per combination of the varying keys but the compared one); in each,
+    one step line per variant with its 95% bootstrap band; one legend below the panels.
 
     Args:
       results: from :func:`~experiments.report.results.load_results`.
@@ -141,39 +139,23 @@ def performance_profiles(results: Results, *, n_resamples: int = 2000, seed: int
       seed: seeds every band (same folder, same figure).
 
     Returns:
-      The figure; ``fig.axes`` holds one panel per stratum, each line labelled ``value (n=N)`` and
-      drawn on its own tau grid (``line.get_xdata()``, ``line.get_ydata()``).
+      The figure; ``fig.axes`` holds one panel per stratum (titled ``k=v``), each line labelled
+      ``value (n=N)`` and drawn on its own tau grid (``line.get_xdata()``, ``line.get_ydata()``).
     """
     runs = results.averaged
-    keys = list(results.group_keys)
-    varying = varying_keys(runs, keys)
-    compared = compared_key(varying, None)
-    others = [k for k in varying if k != compared]
-    panels = list(runs.groupby(others, sort=False)) if others else [((), runs)]
-    values = list(runs[compared].unique()) if compared is not None else list(runs["group"].unique())
-    ncols = min(3, len(panels))
-    nrows = math.ceil(len(panels) / ncols)
+    layout = layout_of(runs, results.group_keys)
+    panels = list(layout.panels(runs))
     with mpl.rc_context(STYLE):
-        fig = Figure(figsize=(SIZE[0] * ncols, SIZE[1] * nrows), layout="constrained")
-        axes = fig.subplots(nrows, ncols, sharey=True, squeeze=False).ravel()
+        fig, axes = panel_grid(len(panels))
         for ax, (title, panel) in zip(axes, panels, strict=False):
-            label_key = compared if compared is not None else "group"
-            _draw_panel(ax, panel, label_key, values, n_resamples=n_resamples, seed=seed)
-            title = title if isinstance(title, tuple) else (title,)
-            ax.set_title(", ".join(f"{k}={v}" for k, v in zip(others, title, strict=True)))
-            ax.set_xlabel(r"final return $\tau$ (mean over the final window)")
+            _draw_panel(ax, panel, layout, n_resamples=n_resamples, seed=seed)
+            ax.set_title(title, loc="left")
+            ax.set_xlabel(r"final return $\tau$")
             ax.set_ylim(-0.02, 1.02)
-            if ax.get_lines():
-                ax.legend(title=compared, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2)
-        for ax in axes[len(panels) :]:
-            ax.set_visible(False)
-        for ax in axes[::ncols]:
-            ax.set_ylabel(r"fraction of runs with return $> \tau$")
-        fig.suptitle(
-            "performance profile: runs above each return level, 95% bootstrap CI "
-            "(a run without a final return counts as below every level)",
-            x=0.0,
-            ha="left",
-            fontsize=9,
-        )
+        for ax in axes[:: min(2, len(axes))]:
+            ax.set_ylabel(r"fraction of runs $> \tau$")
+        handles = [Line2D([], [], **{k: v for k, v in layout.styles[v].items() if k != "marker"})
+                   for v in layout.values]  # fmt: skip
+        title = None if layout.line_key == "group" else layout.line_key
+        figure_legend(fig, handles, list(layout.values), title=title)
     return fig

@@ -1,18 +1,38 @@
-"""The figures' look, shared by every figure module: palette, line styles, fonts, size, saving.
+"""The figures' look, shared by every figure: palette, line styles, fonts, size, legend, saving.
 
-Okabe-Ito colour-blind-safe palette (line styles vary beyond eight lines), 9-10 pt fonts, fonts
-embedded as TrueType in PDFs. Figures are built without ``pyplot`` (no global figure registry, no
-interactive backend): rendering is Agg for PNG and the PDF backend for PDF.
+A compared value keeps one look in every figure: its colour, line style and marker are keyed by its
+position in the registry of its key (:data:`experiments.variants.VARIANTS` for ``variant``,
+:data:`~experiments.variants.PLACEMENTS` for ``variant.placement``), not by the order in which a
+folder happens to list it, so ``scale_gradient`` is the same orange in the return curve, the
+gradient-norm curve and the performance profile of any study. Colours are Okabe & Ito's
+colour-blind-safe palette; line styles and markers differ as well, so the lines stay apart when
+printed in grey.
+
+Sizes are a paper's: a figure is :data:`COLUMN_WIDTH` inches wide (one column of a two-column
+paper), fonts 7-8 pt, fonts embedded as TrueType in PDFs. Figures are built without ``pyplot`` (no
+global figure registry, no interactive backend): rendering is Agg for PNG and the PDF backend for
+PDF.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib as mpl
 from matplotlib.figure import Figure
 
-__all__ = ["OKABE_ITO", "SIZE", "STYLE", "line_style", "save_figure"]
+__all__ = [
+    "COLUMN_WIDTH",
+    "OKABE_ITO",
+    "PANEL_HEIGHT",
+    "STYLE",
+    "figure_legend",
+    "line_style",
+    "registry_order",
+    "save_figure",
+    "value_styles",
+]
 
 OKABE_ITO = (
     "#0072B2",  # blue
@@ -27,37 +47,86 @@ OKABE_ITO = (
 """Okabe & Ito (2008) colour-blind-safe palette."""
 
 STYLE = {
-    "font.size": 9,
-    "axes.titlesize": 9,
-    "axes.labelsize": 9,
-    "xtick.labelsize": 8,
-    "ytick.labelsize": 8,
-    "legend.fontsize": 8,
+    "font.size": 7,
+    "axes.titlesize": 7.5,
+    "axes.labelsize": 7,
+    "xtick.labelsize": 7,
+    "ytick.labelsize": 7,
+    "legend.fontsize": 7,
+    "legend.title_fontsize": 7,
     "legend.frameon": False,
+    "figure.titlesize": 8,
     "axes.spines.top": False,
     "axes.spines.right": False,
     "axes.grid": True,
+    "axes.linewidth": 0.6,
     "grid.alpha": 0.3,
-    "grid.linewidth": 0.5,
-    "lines.linewidth": 1.5,
-    "savefig.dpi": 200,
-    "savefig.bbox": "tight",
+    "grid.linewidth": 0.4,
+    "lines.linewidth": 1.1,
+    "lines.markersize": 3.5,
+    "xtick.major.width": 0.6,
+    "ytick.major.width": 0.6,
+    "savefig.dpi": 300,
     "pdf.fonttype": 42,
+    "figure.constrained_layout.h_pad": 0.03,
+    "figure.constrained_layout.w_pad": 0.03,
 }
-"""matplotlib rc settings every figure is drawn and saved under."""
+"""matplotlib rc settings every figure is drawn and saved under (fonts >= 7 pt)."""
 
-SIZE = (4.8, 3.2)
-"""Inches of one panel: one column of a two-column paper, slightly enlarged."""
+COLUMN_WIDTH = 3.3
+"""Inches: the width of every figure, one column of a two-column paper."""
 
-_LINESTYLES = ("-", "--", ":", "-.")
+PANEL_HEIGHT = 1.55
+"""Inches: the height of one row of panels."""
+
+_LINESTYLES = ("-", "--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 1)))
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 
 def line_style(i: int) -> dict:
-    """Colour and line style of the i-th line: the palette in order, then dashed, dotted ..."""
+    """Colour, line style and marker of the i-th look: palette, styles and markers cycle together,
+    so two looks within ``len(OKABE_ITO)`` differ in all three."""
     return {
         "color": OKABE_ITO[i % len(OKABE_ITO)],
-        "linestyle": _LINESTYLES[i // len(OKABE_ITO) % 4],
+        "linestyle": _LINESTYLES[i % len(_LINESTYLES)],
+        "marker": _MARKERS[i % len(_MARKERS)],
     }
+
+
+def registry_order(key: str | None) -> tuple[str, ...]:
+    """The registered names of ``key``'s values, in registration order; ``()`` for a key without a
+    registry (its values are then ordered as the caller lists them)."""
+    from experiments.variants import PLACEMENTS, VARIANTS
+
+    registries = {"variant": VARIANTS, "variant.placement": PLACEMENTS}
+    return tuple(registries[key]) if key in registries else ()
+
+
+def value_styles(key: str | None, values: Sequence[str]) -> dict[str, dict]:
+    """``{value: line_style(i)}``: ``i`` is the value's position in ``key``'s registry; values the
+    registry does not hold follow it, in the order given.
+
+    Args:
+      key: the compared key (``variant``), or None.
+      values: the values a figure draws.
+    """
+    order = list(registry_order(key))
+    order += [v for v in dict.fromkeys(str(v) for v in values) if v not in order]
+    return {str(v): line_style(order.index(str(v))) for v in values}
+
+
+def figure_legend(fig: Figure, handles: list, labels: list[str], *, title: str | None = None):
+    """One legend for the whole figure, below the panels (outside every data area)."""
+    ncols = 2 if max((len(label) for label in labels), default=0) > 14 else 3
+    return fig.legend(
+        handles,
+        labels,
+        loc="outside lower center",
+        ncols=min(ncols, len(labels)) or 1,
+        title=title,
+        handlelength=2.6,
+        columnspacing=1.2,
+    )
 
 
 def save_figure(fig: Figure, out_dir: str | Path, name: str) -> list[Path]:
@@ -67,5 +136,7 @@ def save_figure(fig: Figure, out_dir: str | Path, name: str) -> list[Path]:
     paths = [out_dir / f"{name}.png", out_dir / f"{name}.pdf"]
     with mpl.rc_context(STYLE):
         for path in paths:
-            fig.savefig(path)
+            # no date or version stamp: the same figure gives the same bytes
+            stamp = {"Software": None} if path.suffix == ".png" else {"CreationDate": None}
+            fig.savefig(path, metadata=stamp)
     return paths
