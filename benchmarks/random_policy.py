@@ -1,12 +1,15 @@
 """The return of a uniformly random policy, the floor a learning curve is read against.
 
-    python benchmarks/random_policy.py minatar breakout      # task name, then task.id if any
-    python benchmarks/random_policy.py catch
-    python benchmarks/random_policy.py cartpole CartPole-v1
+    python benchmarks/random_policy.py breakout --episodes 2000   # a registered task's name
+    python benchmarks/random_policy.py catch --episodes 20000
+    python benchmarks/random_policy.py gym Acrobot-v1            # any gymnasium id
 
-Steps 16 environments of the task (the same wrappers training uses, sticky actions included)
-with actions drawn uniformly, until --episodes episodes have ended; prints their mean return with
-a normal 95% confidence interval. Seeded: the same command prints the same numbers.
+Steps 16 environments of the task (the wrappers training uses, MinAtar's sticky actions and time
+limit included) with actions drawn uniformly, until --episodes episodes have ended (the first
+--episodes to end, in order); prints their mean return, its standard error (sample standard
+deviation / sqrt(n)) and, where the task's return range is known, the error as a fraction of it.
+Seeded: the same command prints the same numbers. The registry's ``random_return`` figures
+(experiments/tasks/registry.py, docs/tasks.md) come from this script.
 """
 
 from __future__ import annotations
@@ -17,29 +20,42 @@ import numpy as np
 
 from experiments.tasks import make_env
 from experiments.tasks.config import TaskConfig
+from experiments.tasks.registry import task_facts, task_names
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("task", help="catch | cartpole | gym | minatar")
-    parser.add_argument("id", nargs="?", default="", help="task.id (gym, minatar)")
-    parser.add_argument("--episodes", type=int, default=200)
-    parser.add_argument("--seed", type=int, default=123)
-    args = parser.parse_args()
-    env = make_env(TaskConfig(name=args.task, id=args.id), 16, seed=args.seed)
+def random_returns(task: TaskConfig, episodes: int, *, seed: int, num_envs: int = 16) -> np.ndarray:
+    """The returns ``[episodes]`` of the first ``episodes`` episodes to end under random play."""
+    env = make_env(task, num_envs, seed=seed)
     env.reset()
-    rng = np.random.default_rng(args.seed)
+    rng = np.random.default_rng(seed)
     running, ended = np.zeros(env.num_envs), []
-    while len(ended) < args.episodes:
+    while len(ended) < episodes:
         _, rewards, dones = env.step(rng.integers(0, env.num_actions, env.num_envs))
         running += rewards
         for i in np.flatnonzero(dones):
             ended.append(running[i])
             running[i] = 0.0
-    returns = np.asarray(ended)
-    half = 1.96 * returns.std(ddof=1) / np.sqrt(len(returns))
+    return np.asarray(ended[:episodes])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("task", help=f"{' | '.join(task_names())} | gym")
+    parser.add_argument("id", nargs="?", default="", help="task.id (gym only)")
+    parser.add_argument("--episodes", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=123)
+    args = parser.parse_args()
+    if args.task == "gym":
+        task, span = TaskConfig(name="gym", id=args.id), None
+    else:
+        facts = task_facts(args.task)
+        task = TaskConfig(name=facts.kind, id=facts.task_id)
+        span = None if facts.return_range is None else facts.return_range[1] - facts.return_range[0]
+    returns = random_returns(task, args.episodes, seed=args.seed)
+    se = returns.std(ddof=1) / np.sqrt(len(returns))
+    of_range = f" ({se / span:.4f} of the return range {span:g})" if span else ""
     print(f"{args.task} {args.id}: random policy, {len(returns)} episodes: mean return "
-          f"{returns.mean():.3f} +- {half:.3f} (95% CI)")  # fmt: skip
+          f"{returns.mean():.4f}, SE {se:.4f}{of_range}")  # fmt: skip
 
 
 if __name__ == "__main__":

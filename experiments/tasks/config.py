@@ -1,11 +1,12 @@
-"""The task section of a job: :class:`TaskConfig`, and the registry :data:`TASKS`.
+"""The task section of a job: :class:`TaskConfig`, and the kinds of environment :data:`TASKS`.
 
 :class:`TaskConfig` is the typed, validated task section of the Hydra config
 (``conf/task/<name>.yaml`` mirrors it); its fields are plain ``str``/``int``/``float`` so that it
-can serve as a Hydra structured-config schema. :data:`TASKS` describes each task: a one-line
-description, the success threshold, and, where they are known, the range of episode returns and
-the largest |reward| of one step. ``task.reward_scale`` multiplies every reward, and so the
-threshold, the return range and the largest |reward| that :class:`TaskConfig` reports.
+can serve as a Hydra structured-config schema. :data:`TASKS` names the values of ``task.name``
+(catch, cartpole, gym, minatar); what is known of each registered task (threshold, return range,
+largest |reward|, random return) is in :mod:`experiments.tasks.registry`. ``task.reward_scale``
+multiplies every reward, and so the threshold, the return range and the largest |reward| that
+:class:`TaskConfig` reports.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from collections.abc import Mapping
 
 from experiments.errors import ConfigError, unknown_choice
 from experiments.tasks.gym_adapter import check_gym_id
-from experiments.tasks.minatar_adapter import MINATAR_GAMES, check_minatar
+from experiments.tasks.minatar_adapter import check_minatar
+from experiments.tasks.registry import facts_for, task_facts
 
 __all__ = ["CARTPOLE_STEPS", "TASKS", "TaskConfig", "TaskInfo"]
 
@@ -27,40 +29,38 @@ CARTPOLE_STEPS = 500
 
 @dataclasses.dataclass(frozen=True)
 class TaskInfo:
-    """A registry entry.
+    """One kind of environment (a ``task.name``), as ``gradlab list`` shows it.
 
     Attributes:
       description: one line for the CLI.
       threshold: the evaluation return counted as success (NaN where none is defined).
-      return_range: ``(min, max)`` episode return, ``None`` where unknown.
-      max_abs_reward: the largest |reward| of one step, ``None`` where unknown.
     """
 
     description: str
     threshold: float
-    return_range: tuple[float, float] | None = None
-    max_abs_reward: float | None = None
+
+
+def _info(name: str) -> TaskInfo:
+    facts = task_facts(name)
+    return TaskInfo(facts.description, math.nan if facts.threshold is None else facts.threshold)
 
 
 TASKS: Mapping[str, TaskInfo] = types.MappingProxyType(
     {
-        "catch": TaskInfo(
-            "bsuite Catch, 10x5 board, +1/-1 when the ball lands (NumPy)", 0.9, (-1.0, 1.0), 1.0
-        ),
-        "cartpole": TaskInfo(
-            "gymnasium CartPole-v1, +1 per step up to 500", 475.0, (0.0, float(CARTPOLE_STEPS)), 1.0
-        ),
+        "catch": _info("catch"),
+        "cartpole": _info("cartpole"),
         "gym": TaskInfo(
-            "any gymnasium id with Discrete actions and Box observations", float("nan")
+            "any gymnasium id with Discrete actions and Box observations (task.id=...)", math.nan
         ),
         "minatar": TaskInfo(
             "MinAtar 10x10 Atari miniatures (task.id=asterix|breakout|freeway|seaquest|"
-            "space_invaders), conv representation",
-            float("nan"),
+            "space_invaders, or task=<game>), conv representation",
+            math.nan,
         ),
     }
 )
-"""Registry of task names (unscaled figures; :class:`TaskConfig` applies ``reward_scale``)."""
+"""The values of ``task.name``; the figures of each registered task are in
+:mod:`experiments.tasks.registry`."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,7 +124,10 @@ class TaskConfig:
     @property
     def threshold(self) -> float:
         """Success threshold of the evaluation return, times ``reward_scale`` (NaN where none)."""
-        return TASKS[self.name].threshold * self.reward_scale
+        facts = facts_for(self)
+        if facts is None or facts.threshold is None:
+            return math.nan
+        return facts.threshold * self.reward_scale
 
     @property
     def return_range(self) -> tuple[float, float] | None:
@@ -132,10 +135,11 @@ class TaskConfig:
 
         CartPole's maximum is its time limit (500, or ``max_episode_steps`` where set).
         """
+        facts = facts_for(self)
         if self.name == "cartpole":
             low, high = 0.0, float(self.max_episode_steps or CARTPOLE_STEPS)
-        elif TASKS[self.name].return_range is not None:
-            low, high = TASKS[self.name].return_range
+        elif facts is not None and facts.return_range is not None:
+            low, high = facts.return_range
         else:
             return None
         return low * self.reward_scale, high * self.reward_scale
@@ -143,8 +147,6 @@ class TaskConfig:
     @property
     def max_abs_reward(self) -> float | None:
         """The largest |reward| of one step times ``reward_scale``; ``None`` where unknown."""
-        if self.name == "minatar":
-            reward = MINATAR_GAMES[self.id].max_abs_reward
-        else:
-            reward = TASKS[self.name].max_abs_reward
+        facts = facts_for(self)
+        reward = None if facts is None else facts.max_abs_reward
         return None if reward is None else reward * self.reward_scale

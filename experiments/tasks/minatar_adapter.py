@@ -53,27 +53,23 @@ DEFAULT_EPISODE_STEPS = 1000
 
 @dataclasses.dataclass(frozen=True)
 class MinAtarGame:
-    """What is known about one game, read from its source in ``minatar`` 1.0.15.
+    """How the adapter plays one game (its other facts: ``experiments/tasks/registry.py``).
 
     Attributes:
       episode_steps: default time limit (agent steps).
-      max_abs_reward: the largest |reward| of one step, ``None`` where not established.
     """
 
     episode_steps: int
-    max_abs_reward: float | None
 
 
 MINATAR_GAMES: Mapping[str, MinAtarGame] = types.MappingProxyType(
     {
-        "asterix": MinAtarGame(DEFAULT_EPISODE_STEPS, None),
-        # breakout: at most one brick per step (`r += 1` guarded by the strike flag), reward >= 0.
-        "breakout": MinAtarGame(DEFAULT_EPISODE_STEPS, 1.0),
-        # freeway ends by itself after 2501 steps; the limit never cuts it. One crossing per step
-        # at most (`r += 1` once), reward >= 0.
-        "freeway": MinAtarGame(2501, 1.0),
-        "seaquest": MinAtarGame(DEFAULT_EPISODE_STEPS, None),
-        "space_invaders": MinAtarGame(DEFAULT_EPISODE_STEPS, None),
+        "asterix": MinAtarGame(DEFAULT_EPISODE_STEPS),
+        "breakout": MinAtarGame(DEFAULT_EPISODE_STEPS),
+        # freeway ends by itself after 2501 steps; the limit never cuts it.
+        "freeway": MinAtarGame(2501),
+        "seaquest": MinAtarGame(DEFAULT_EPISODE_STEPS),
+        "space_invaders": MinAtarGame(DEFAULT_EPISODE_STEPS),
     }
 )
 """The MinAtar games by ``task.id``."""
