@@ -18,6 +18,7 @@ from experiments.report.curves import (
     compact_curves,
     read_curves,
     write_curves,
+    write_folder_curves,
 )
 from experiments.store import read_metrics
 
@@ -105,3 +106,10 @@ def test_missing_and_corrupt(tmp_path):
     (job / CURVES_FILE).write_bytes(gzip.compress(b"step,x\n1,2\n"))
     with pytest.raises(ConfigError, match="no column eval/return"):
         read_curves(job)
+
+
+def test_write_folder_curves(tmp_path):
+    job = _job(tmp_path, _rows(100))
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "summary.json").write_text('{"status": "failed"}')  # no metrics
+    assert write_folder_curves(tmp_path) == [job / CURVES_FILE]

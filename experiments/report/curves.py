@@ -36,7 +36,7 @@ from experiments import store
 from experiments.errors import ConfigError
 
 __all__ = ["CURVES_FILE", "CURVE_KEYS", "MAX_POINTS", "compact_curves", "read_curves",
-           "run_curves", "write_curves"]  # fmt: skip
+           "run_curves", "write_curves", "write_folder_curves"]  # fmt: skip
 
 CURVES_FILE = "curves.csv.gz"
 EVAL_KEY = "eval/return"
@@ -112,6 +112,17 @@ def write_curves(job_dir: str | Path) -> Path | None:
     path = job_dir / CURVES_FILE
     _write_bytes_atomic(path, buffer.getvalue())
     return path
+
+
+def write_folder_curves(results_dir: str | Path) -> list[Path]:
+    """:func:`write_curves` for every job of a results folder (``<results_dir>/*/summary.json``):
+    fills in the curves of runs made before jobs wrote them.
+
+    Returns:
+      The paths written (jobs without metric rows are skipped).
+    """
+    written = (write_curves(p.parent) for p in sorted(Path(results_dir).glob("*/summary.json")))
+    return [path for path in written if path is not None]
 
 
 def _write_bytes_atomic(path: Path, data: bytes) -> None:
