@@ -25,6 +25,21 @@ def _split(values: list[str] | None) -> list[str] | None:
     return [v.strip() for value in values for v in value.split(",") if v.strip()]
 
 
+def _number(option: str, text: str | None, *, unit: bool = False) -> float | None:
+    """``text`` as a float; a one-line error naming the option otherwise (Click's own is several
+    lines). ``unit``: the value must lie in (0, 1)."""
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if value != value or value in (float("inf"), float("-inf")) or (unit and not 0 < value < 1):
+        expected = "a number in (0, 1), e.g. 0.05" if unit else "a finite number, e.g. -0.6"
+        raise ConfigError(f"{option} {text!r} is not valid; expected {expected}")
+    return value
+
+
 @guarded
 def table(
     results_dir: Annotated[
@@ -43,50 +58,76 @@ def table(
         typer.Option(
             "--metrics",
             "-m",
-            help="Stability figures to show, repeated or comma-separated (default: unstable, "
+            help="Figures to show, repeated or comma-separated (default: failed, unstable, "
             "final_return, steps_to_threshold, grad_norm_p99, hidden_norm_growth; rates: "
-            "unstable, diverged, collapsed, reached_threshold).",
+            "failed, unstable, diverged, collapsed, reached_threshold).",
         ),
     ] = None,
     stat: Annotated[
-        str, typer.Option("--stat", "-s", help="mean | iqm | median over seeds.")
+        str, typer.Option("--stat", "-s", help="mean | iqm | median over runs.")
     ] = "mean",
     baseline: Annotated[
         str | None,
         typer.Option(
             "--baseline",
             "-b",
-            help="Group each row is tested against (Fisher for rates, P(better)): a variant "
-            "name or KEY=VALUE (default: variant none, when present).",
+            help="Group each arm is contrasted with, within its stratum: a variant name or "
+            "KEY=VALUE (default: variant none, when present).",
         ),
     ] = None,
-    p_better: Annotated[
-        bool,
+    analysis: Annotated[
+        str,
         typer.Option(
-            "--p-better",
-            help="Also show P(better than the baseline) beside each metric (md, latex).",
+            "--analysis",
+            help="independent (arms as two samples) | paired (runs matched by seed within the "
+            "stratum: exact McNemar, Wilcoxon signed-rank, paired bootstrap; a seed in one arm "
+            "only is an error).",
         ),
-    ] = False,
+    ] = "independent",
+    rate_test: Annotated[
+        str,
+        typer.Option(
+            "--rate-test", help="fisher | barnard: the exact test of two rates (independent)."
+        ),
+    ] = "fisher",
+    alpha: Annotated[
+        str,
+        typer.Option("--alpha", help="Bold where the Holm-adjusted p is below this."),
+    ] = "0.05",
+    diverged_return: Annotated[
+        str | None,
+        typer.Option(
+            "--diverged-return",
+            help="Episode return a diverged run counts as in the final returns (default: the "
+            "mean return of the task's uniformly random policy, from the task registry).",
+        ),
+    ] = None,
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Write here instead of stdout.")
     ] = None,
 ) -> None:
-    """Stability per group: unstable k/n (exact 95% CI, Fisher's test against the baseline,
-    Holm-adjusted), final return, steps to threshold, gradient norm p99, hidden-norm growth
-    (statistic over seeds, 95% bootstrap CI).
+    """Per group: failed and unstable k/n (exact 95% CI), final return over every run, steps to
+    threshold (Kaplan-Meier median), gradient norm p99, hidden-norm growth; beside each, the
+    contrast with the baseline of the same stratum: Δ with its 95% CI and the Holm-adjusted p.
 
-    Only completed and diverged runs enter the statistics; the others are counted, never averaged.
-    Bold: the best value and the rows not significantly worse (caption). Keys every run shares
-    go into the caption. The same folder always gives the same table (the bootstrap is seeded).
+    One declared family: each variant against the baseline within its stratum (regime and any
+    other key that varies); per column, Holm within each stratum. Tests: Fisher's (or Barnard's)
+    exact test and the risk difference with Newcombe's CI for rates; Mann-Whitney U and a
+    bootstrap CI of the difference otherwise; log-rank for steps to threshold. Bold means exactly:
+    the printed p_adj < alpha. Every completed or diverged run counts (intention to treat): a
+    diverged run's final return is the task's random-policy return; crashed or timed-out runs are
+    counted apart, never averaged. The caption says all of this with the numbers used. The same
+    folder always gives the same table (the bootstrap is seeded).
 
     Examples:
 
       gradlab table results/hidden_scale
 
-      gradlab table results/hidden_scale --stat iqm --baseline none --format latex -o table.tex
+      gradlab table results/hidden_scale --analysis paired --format latex -o table.tex
 
-      gradlab table results/hidden_scale -m final_return,spike_count -f csv
+      gradlab table results/hidden_scale -m failed,final_return --rate-test barnard -f csv
     """
+    from experiments.report.contrasts import ANALYSES, RATE_TESTS, check_choice
     from experiments.report.render import render
     from experiments.report.results import load_results
     from experiments.report.tables import DEFAULT_METRICS, summarize
@@ -95,11 +136,22 @@ def table(
         fmt = _SUFFIX_FORMAT.get(out.suffix.lower(), "md") if out is not None else "md"
     if fmt not in _FORMATS:
         raise unknown_choice("format", fmt, _FORMATS)
+    check_choice("analysis", analysis, ANALYSES)
+    check_choice("rate test", rate_test, RATE_TESTS)
+    level = _number("--alpha", alpha, unit=True)
+    fixed = _number("--diverged-return", diverged_return)
     results = load_results(results_dir)
     summary = summarize(
-        results, metrics=_split(metrics) or DEFAULT_METRICS, stat=stat, baseline=baseline
+        results,
+        metrics=_split(metrics) or DEFAULT_METRICS,
+        stat=stat,
+        baseline=baseline,
+        analysis=analysis,
+        rate_test=rate_test,
+        alpha=level,
+        diverged_return=fixed,
     )
-    text = render(summary, fmt=fmt, p_better=p_better)
+    text = render(summary, fmt=fmt)
     if out is None:
         typer.echo(text.rstrip("\n"))
         return

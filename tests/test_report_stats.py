@@ -1,8 +1,8 @@
-"""Seed statistics and intervals: against scipy, brute force, closed forms and published values."""
+"""Seed statistics, intervals and effect sizes: against scipy, brute force, closed forms, hand
+arithmetic and published values."""
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -13,7 +13,8 @@ from experiments.errors import ConfigError
 from experiments.report.stats import (
     binomial_ci,
     bootstrap_ci,
-    probability_of_improvement,
+    difference_ci,
+    risk_difference_ci,
     statistic,
 )
 
@@ -47,19 +48,6 @@ def test_bootstrap_degenerate_inputs():
         bootstrap_ci([1.0, 2.0], stat="mode")
     with pytest.raises(ConfigError, match="confidence"):
         bootstrap_ci([1.0, 2.0], confidence=95)
-
-
-def test_probability_of_improvement_against_pair_counting():
-    rng = np.random.default_rng(1)
-    x, y = rng.integers(0, 5, size=7).astype(float), rng.integers(0, 5, size=4).astype(float)
-    pairs = list(itertools.product(x, y))
-    greater = sum((a > b) + 0.5 * (a == b) for a, b in pairs) / len(pairs)
-    less = sum((a < b) + 0.5 * (a == b) for a, b in pairs) / len(pairs)
-    assert probability_of_improvement(x, y) == pytest.approx(greater)
-    assert probability_of_improvement(x, y, higher_is_better=False) == pytest.approx(less)
-    assert greater + less == pytest.approx(1.0)
-    assert probability_of_improvement([1.0, 2.0], [3.0]) == 0.0
-    assert math.isnan(probability_of_improvement([], [1.0]))
 
 
 # --- the exact binomial (Clopper-Pearson) interval ------------------------------------------------
@@ -99,3 +87,75 @@ def test_binomial_ci_bad_counts():
         binomial_ci(1, 2.5)
     with pytest.raises(ConfigError, match="confidence"):
         binomial_ci(1, 3, confidence=1.5)
+
+
+# --- effect sizes ---------------------------------------------------------------------------------
+
+
+def test_newcombe_risk_difference_by_hand():
+    """1/10 vs 6/10. Wilson 95% intervals (z = 1.959964), by hand:
+    p = 0.1: centre (1 + z^2/2) / (10 + z^2) = 2.92073 / 13.84146 = 0.21101, half-width
+    z sqrt(0.1 * 0.9 * 10 + z^2/4) / 13.84146 = 1.959964 * sqrt(0.9 + 0.96036) / 13.84146
+    = 0.19314: [0.01788, 0.40415]. p = 0.6: centre (6 + 1.92073) / 13.84146 = 0.57225,
+    half-width 1.959964 * sqrt(2.4 + 0.96036) / 13.84146 = 0.25957: [0.31267, 0.83182].
+    Newcombe: d = -0.5; low = d - sqrt((0.1 - 0.01788)^2 + (0.83182 - 0.6)^2)
+    = -0.5 - sqrt(0.006743 + 0.053740) = -0.5 - 0.24593 = -0.74593;
+    high = d + sqrt((0.40415 - 0.1)^2 + (0.6 - 0.31267)^2) = -0.5 + sqrt(0.092507 + 0.082558)
+    = -0.5 + 0.41841 = -0.08159."""
+    d, low, high = risk_difference_ci(1, 10, 6, 10)
+    assert d == pytest.approx(-0.5)
+    assert (low, high) == pytest.approx((-0.74593, -0.08159), abs=2e-5)
+    # the same from scipy's Wilson intervals, independently of statsmodels' Newcombe
+    w1 = stats.binomtest(1, 10).proportion_ci(method="wilson")
+    w2 = stats.binomtest(6, 10).proportion_ci(method="wilson")
+    assert low == pytest.approx(-0.5 - math.hypot(0.1 - w1.low, w2.high - 0.6))
+    assert high == pytest.approx(-0.5 + math.hypot(w1.high - 0.1, 0.6 - w2.low))
+    # the issue's example: none 6/10 vs scale_gradient 1/10 in stress, about [0.08, 0.75]
+    assert risk_difference_ci(6, 10, 1, 10)[1:] == pytest.approx((0.08159, 0.74593), abs=2e-5)
+
+
+def test_risk_difference_edges():
+    assert all(math.isnan(v) for v in risk_difference_ci(0, 0, 1, 3))
+    d, low, high = risk_difference_ci(0, 5, 5, 5)
+    assert d == -1.0 and low == pytest.approx(-1.0) and -1 < high < 0
+    with pytest.raises(ConfigError, match="exceeds its total"):
+        risk_difference_ci(4, 3, 1, 3)
+    with pytest.raises(ConfigError, match="k1=-1 is not a count"):
+        risk_difference_ci(-1, 3, 1, 3)
+
+
+def test_difference_ci_independent_matches_scipy():
+    x, y = np.array([1.0, 2.0, 4.0, 7.0]), np.array([0.5, 1.0, 1.5])
+    d, low, high = difference_ci(x, y, n_resamples=2000, seed=3)
+    assert d == pytest.approx(3.5 - 1.0)  # means 14/4 and 3/3
+    expected = stats.bootstrap(
+        (x, y), lambda a, b, axis=-1: a.mean(axis) - b.mean(axis), n_resamples=2000,
+        method="percentile", rng=np.random.default_rng(3),
+    ).confidence_interval  # fmt: skip
+    assert (low, high) == pytest.approx((expected.low, expected.high))
+    # the extremes a resample can reach: min(x) - max(y) = -0.5, max(x) - min(y) = 6.5
+    assert -0.5 <= low < d < high <= 6.5
+
+
+def test_difference_ci_paired_resamples_pairs():
+    x, y = [3.0, 5.0, 4.0, 8.0, float("nan")], [1.0, 4.0, 4.0, 5.0, 2.0]
+    d, low, high = difference_ci(x, y, paired=True, n_resamples=2000, seed=1)
+    # differences 2, 1, 0, 3 (the pair with NaN dropped): mean 1.5
+    assert d == pytest.approx(1.5)
+    expected = stats.bootstrap(
+        (np.array([2.0, 1.0, 0.0, 3.0]),), np.mean, n_resamples=2000, method="percentile",
+        rng=np.random.default_rng(1),
+    ).confidence_interval  # fmt: skip
+    assert (low, high) == pytest.approx((expected.low, expected.high))
+    assert difference_ci([1.0, 2.0], [0.0, 1.0], paired=True) == (1.0, 1.0, 1.0)  # all equal
+    assert difference_ci([1.0], [0.0], paired=True)[0] == 1.0  # one pair: no interval
+    assert math.isnan(difference_ci([1.0], [0.0], paired=True)[1])
+    with pytest.raises(ConfigError, match="differ in length"):
+        difference_ci([1.0, 2.0], [1.0], paired=True)
+
+
+def test_difference_ci_degenerate():
+    assert all(math.isnan(v) for v in difference_ci([], [1.0, 2.0]))
+    d, low, high = difference_ci([1.0], [1.0, 2.0])
+    assert d == -0.5 and math.isnan(low) and math.isnan(high)
+    assert difference_ci([2.0, 2.0], [1.0, 1.0]) == (1.0, 1.0, 1.0)

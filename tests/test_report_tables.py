@@ -17,6 +17,7 @@ from experiments.errors import ConfigError
 from experiments.metrics import STABILITY_KEYS
 from experiments.report.results import AVERAGED, load_results
 from experiments.report.stats import binomial_ci, bootstrap_ci
+from experiments.report.survival import logrank_p
 from experiments.report.tables import DEFAULT_METRICS, summarize
 
 
@@ -24,7 +25,7 @@ def _job(root, name, *, status, group, seed, stability=None, ablation="hidden_sc
     job = root / name
     job.mkdir(parents=True)
     summary = {"status": status, "job": name, "ablation": ablation, "group": group, "seed": seed}
-    summary.update(threshold=0.9, stability=stability, **extra)
+    summary.update({"threshold": 0.9, "stability": stability, **extra})
     (job / "summary.json").write_text(json.dumps(summary))
     return job
 
@@ -72,47 +73,115 @@ def stress(tmp_path):
     return load_results(_stress(tmp_path / "hidden_scale"))
 
 
-# --- cells -------------------------------------------------------------------------------------
+# --- cells ---------------------------------------------------------------------------------------
 
 
 def test_hand_computed_cells(sweep):
     metrics = ["unstable", "final_return", "final_loss"]
-    table = summarize(sweep, metrics=metrics, n_resamples=999).set_index("variant")
+    table = summarize(sweep, metrics=metrics, n_resamples=999, diverged_return=-0.6)
+    table = table.set_index("variant")
     none, sg = table.loc["none"], table.loc["scale_gradient"]
-    assert (none["runs"], none["seeds"], none["not_averaged"], none["not_averaged_note"]) == (
-        3, 3, 0, "")  # fmt: skip
-    assert (sg["runs"], sg["seeds"], sg["not_averaged"]) == (5, 3, 2)
-    assert sg["not_averaged_note"] == "1 failed, 1 running"
+    assert (none["runs"], none["seeds"], none["excluded"], none["excluded_note"]) == (3, 3, 0, "")
+    assert (sg["runs"], sg["seeds"], sg["excluded"]) == (5, 3, 2)
+    assert sg["excluded_note"] == "1 failed, 1 running"
     # unstable: none 2 of 3, sg 1 of 3 (the running and failed runs' 1s are not counted)
-    assert (none["unstable_k"], none["unstable_n"], none["unstable"]) == (
-        2,
-        3,
-        pytest.approx(2 / 3),
-    )
+    assert (none["unstable_k"], none["unstable_n"]) == (2, 3)
+    assert none["unstable"] == pytest.approx(2 / 3)
     assert (sg["unstable_k"], sg["unstable_n"]) == (1, 3)
     assert sg["unstable_ci_low"] == pytest.approx(1 - 0.975 ** (1 / 3))  # closed form, k = 1
     assert sg["unstable_ci_high"] == pytest.approx(stats.beta.ppf(0.975, 2, 2))
     assert none["unstable_ci_high"] == pytest.approx(0.975 ** (1 / 3))  # closed form, k = n - 1
     # Fisher, 1/3 vs 2/3: the tables k = 0..3 have probabilities 1, 9, 9, 1 (/20): p = 1
     assert sg["unstable_p"] == pytest.approx(1.0) and sg["unstable_p_adjusted"] == 1.0
+    assert sg["unstable_delta"] == pytest.approx(1 / 3 - 2 / 3)
     assert math.isnan(none["unstable_p"]) and none["is_baseline"]
     assert none["final_return"] == pytest.approx(0.4)
-    assert sg["final_return"] == pytest.approx(0.5)  # (0.5 + 0.9 + 0.1) / 3: not 100 or -50
-    assert sg["final_loss"] == pytest.approx(1.0) and sg["final_loss_n"] == 2
-    assert sg["final_return_p_better"] == pytest.approx(5 / 9)  # pairs x > y: 2 + 3 + 0
-    assert sg["final_loss_p_better"] == pytest.approx(5 / 6)  # pairs x < y: 3 + 2
+    # intention to treat: the diverged run's 0.1 is replaced by the declared -0.6, and counted:
+    # (0.5 + 0.9 - 0.6) / 3 = 0.2667 (neither the running 100 nor the failed -50 enter)
+    assert sg["final_return"] == pytest.approx(0.8 / 3) and sg["final_return_n"] == 3
+    assert sg["final_return_imputed"] == 1 and none["final_return_imputed"] == 0
+    assert sg["final_return_delta"] == pytest.approx(0.8 / 3 - 0.4)
     assert sg["final_return_p"] == pytest.approx(
-        stats.mannwhitneyu([0.5, 0.9, 0.1], [0.2, 0.4, 0.6]).pvalue
+        stats.mannwhitneyu([0.5, 0.9, -0.6], [0.2, 0.4, 0.6]).pvalue
     )
+    # final loss is no return: the diverged run has none, and is left out (n = 2)
+    assert sg["final_loss"] == pytest.approx(1.0) and sg["final_loss_n"] == 2
     low, high = bootstrap_ci([0.2, 0.4, 0.6], n_resamples=999)
     assert (none["final_return_ci_low"], none["final_return_ci_high"]) == (low, high)
     assert 0.2 <= low <= 0.4 <= high <= 0.6
+    assert table.attrs["diverged_return"] == {"catch": -0.6}
 
 
 def test_default_metrics():
     assert DEFAULT_METRICS == (
-        "unstable", "final_return", "steps_to_threshold", "grad_norm_p99", "hidden_norm_growth"
+        "failed", "unstable", "final_return", "steps_to_threshold", "grad_norm_p99",
+        "hidden_norm_growth",
     )  # fmt: skip
+
+
+def test_itt_two_diverged_runs_of_five_get_the_random_return(tmp_path):
+    """A cell of 5 runs, 2 diverged (one with a final return logged before it diverged, one
+    without): both count as the declared -0.6. Mean (0.8 + 0.9 + 1.0 - 0.6 - 0.6) / 5 = 0.3;
+    the survivors alone would give 0.9."""
+    returns = {0: 0.8, 1: 0.9, 2: 1.0, 3: 0.95, 4: None}
+    for seed, ret in returns.items():
+        diverged = seed >= 3
+        _job(tmp_path, f"none-{seed}", status="diverged" if diverged else "completed",
+             group={"variant": "none"}, seed=seed, task="catch",
+             stability={"final_return": ret, "diverged": int(diverged)})  # fmt: skip
+    table = summarize(load_results(tmp_path), metrics=["final_return"], diverged_return=-0.6)
+    row = table.iloc[0]
+    assert row["final_return"] == pytest.approx(0.3) and row["final_return_n"] == 5
+    assert row["final_return_imputed"] == 2
+
+
+def test_itt_uses_the_registry_and_the_reward_scale(tmp_path):
+    """Without --diverged-return: the task registry's random-policy return, times the run's
+    reward scale (returns are logged scaled)."""
+    from experiments.tasks.registry import task_facts
+
+    for seed in range(2):
+        _job(tmp_path, f"none-{seed}", status="diverged" if seed else "completed",
+             group={"variant": "none"}, seed=seed, task="catch", reward_scale=2.0,
+             stability={"final_return": 1.0, "diverged": seed})  # fmt: skip
+    row = summarize(load_results(tmp_path), metrics=["final_return"]).iloc[0]
+    declared = 2.0 * task_facts("catch").random_return
+    assert row["final_return"] == pytest.approx((1.0 + declared) / 2)
+
+
+def test_itt_without_a_declared_return_is_one_error(tmp_path):
+    stability = {"final_return": None, "diverged": 1}
+    _job(tmp_path, "a", status="diverged", group={"variant": "none"}, seed=0,
+         task="toy_task_without_facts", stability=stability)  # fmt: skip
+    results = load_results(tmp_path)
+    with pytest.raises(ConfigError, match="1 run\\(s\\) of task 'toy_task_without_facts' "
+                       "diverged .* pass --diverged-return VALUE"):  # fmt: skip
+        summarize(results, metrics=["final_return"])
+    assert summarize(results, metrics=["unstable"]).iloc[0]["unstable_n"] == 0  # not asked for
+
+
+def test_failed_counts_a_stable_run_that_never_reached_the_threshold(tmp_path):
+    """failed = unstable or never reached: seed 0 reached and stable (0); seed 1 stable but never
+    reached (1: unstable misses it); seed 2 unstable after reaching (1). 2/3 failed, 1/3
+    unstable."""
+    verdicts = [(0, 1), (0, 0), (1, 1)]  # (unstable, reached_threshold)
+    for seed, (unstable, reached) in enumerate(verdicts):
+        _job(tmp_path, f"none-{seed}", status="completed", group={"variant": "none"}, seed=seed,
+             stability={"unstable": unstable, "reached_threshold": reached})  # fmt: skip
+    results = load_results(tmp_path)
+    assert results.runs["failed"].tolist() == [0.0, 1.0, 1.0]
+    row = summarize(results, metrics=["failed", "unstable"]).iloc[0]
+    assert (row["failed_k"], row["failed_n"]) == (2, 3)
+    assert (row["unstable_k"], row["unstable_n"]) == (1, 3)
+
+
+def test_failed_is_undefined_without_a_threshold(tmp_path):
+    _job(tmp_path, "a", status="completed", group={}, seed=0, threshold=None,
+         stability={"unstable": 0, "reached_threshold": 0})  # fmt: skip
+    _job(tmp_path, "b", status="completed", group={}, seed=1, threshold=None,
+         stability={"unstable": 1, "reached_threshold": 0})  # fmt: skip
+    failed = load_results(tmp_path).runs["failed"].tolist()
+    assert math.isnan(failed[0]) and failed[1] == 1.0  # unstable fails whatever the threshold
 
 
 def test_fisher_holm_and_bold_by_hand(stress):
@@ -122,49 +191,143 @@ def test_fisher_holm_and_bold_by_hand(stress):
     # raw Fisher p against none (5/5): sg 0/5 -> 2/252; clip 2/5 -> 42/252 (see significance tests)
     assert table.loc["sg", "unstable_p"] == pytest.approx(2 / 252)
     assert table.loc["clip", "unstable_p"] == pytest.approx(42 / 252)
-    # Holm over the m = 2 rows compared: 2/252 x 2; max(42/252 x 1, that)
+    # Holm over the stratum's m = 2 contrasts: 2/252 x 2 = 0.0159; max(42/252 x 1, that) = 0.167
     assert table.loc["sg", "unstable_p_adjusted"] == pytest.approx(4 / 252)
     assert table.loc["clip", "unstable_p_adjusted"] == pytest.approx(42 / 252)
-    assert table.attrs["compared"] == {"unstable": 2, "final_return": 2}
-    # bold (lower is better): best sg 0/5; vs none 2/252 (x2 < 0.05: worse), vs clip 112/252
-    assert table["unstable_bold"].to_dict() == {"none": False, "clip": True, "sg": True}
-    # final return: sg beats every seed of both others: p = 2/252 each, x2 after Holm < 0.05
-    assert table["final_return_bold"].to_dict() == {"none": False, "clip": False, "sg": True}
+    assert table.loc["sg", "unstable_m"] == 2
+    assert table.attrs["m"] == {"unstable": {"all": 2}, "final_return": {"all": 2}}
+    # bold exactly where p_adj < 0.05: sg only (clip's 0.17 is not, however good 2/5 looks)
+    assert table["unstable_bold"].to_dict() == {"none": False, "clip": False, "sg": True}
+    # final return: sg above every seed of none: p = 2/C(10,5) = 2/252, x2 after Holm < 0.05;
+    # clip vs none (0.15.. vs 0.1..): p large
     assert table.loc["sg", "final_return_p"] == pytest.approx(2 / comb(10, 5))
+    assert table["final_return_bold"].to_dict() == {"none": False, "clip": False, "sg": True}
+    # Newcombe risk difference of sg 0/5 against none 5/5: -1, CI within [-1, 0)
+    assert table.loc["sg", "unstable_delta"] == -1.0
+    assert table.loc["sg", "unstable_delta_low"] == pytest.approx(-1.0)
 
 
-def test_no_bold_when_nothing_separates_the_rows(sweep):
-    table = summarize(sweep, metrics=["unstable", "final_return"], n_resamples=99)
-    assert not table["unstable_bold"].any() and not table["final_return_bold"].any()
+def test_bold_is_exactly_p_adjusted_below_alpha(stress):
+    for alpha in (0.01, 0.05, 0.2):
+        table = summarize(stress, metrics=["unstable"], n_resamples=99, alpha=alpha)
+        expected = (table["unstable_p_adjusted"] < alpha).fillna(False)
+        assert table["unstable_bold"].tolist() == expected.tolist()
+    # alpha 0.2: clip's 42/252 = 0.167 < 0.2 becomes bold too
+    assert table.set_index("variant")["unstable_bold"].to_dict() == {
+        "none": False, "clip": True, "sg": True}  # fmt: skip
+    with pytest.raises(ConfigError, match="alpha=1.5 is out of range"):
+        summarize(stress, alpha=1.5)
 
 
-def test_no_bold_when_all_tied_or_no_direction(tmp_path):
+def test_no_bold_without_a_difference(tmp_path):
     for variant, seed in itertools.product(["none", "sg"], range(4)):
         growth = seed + (variant == "sg") * 9
         _job(tmp_path, f"{variant}-{seed}", status="completed", group={"variant": variant},
              seed=seed, stability={"unstable": 0, "hidden_norm_growth": growth})  # fmt: skip
     table = summarize(load_results(tmp_path), metrics=["unstable", "hidden_norm_growth"])
-    assert not table["unstable_bold"].any() and not table["hidden_norm_growth_bold"].any()
-    assert table["hidden_norm_growth_p"].iloc[1] == pytest.approx(2 / comb(8, 4))  # still tested
+    assert not table["unstable_bold"].any()  # 0/4 vs 0/4: p = 1
+    # no direction, still tested: 4 of 4 above, p = 2/C(8,4) = 2/70 = 0.029 < 0.05: bold
+    assert table["hidden_norm_growth_p"].iloc[1] == pytest.approx(2 / comb(8, 4))
+    assert table["hidden_norm_growth_bold"].tolist() == [False, True]
 
 
-def test_strata_holm_over_the_table_and_bold_per_stratum(tmp_path):
+def test_holm_within_each_regime(tmp_path):
     results = load_results(_stress(tmp_path, regimes=("tuned", "stress")))
     table = summarize(results, metrics=["unstable"], n_resamples=99)
     assert list(zip(table["regime"], table["variant"], strict=True)) == [
-        (r, v) for r in ("tuned", "stress") for v in ("none", "clip", "sg")
+        (r, v) for r in ("stress", "tuned") for v in ("none", "clip", "sg")
     ]  # baseline first within each regime
-    # each row is compared with the none of its own regime; Holm over all m = 4 compared rows
-    assert table.attrs["compared"] == {"unstable": 4}
+    # each row is contrasted with the none of its own regime; Holm within each regime, m = 2
+    assert table.attrs["m"] == {"unstable": {"stress": 2, "tuned": 2}}
     sg = table[table["variant"] == "sg"]
     assert sg["unstable_p"].tolist() == pytest.approx([2 / 252] * 2)
-    assert sg["unstable_p_adjusted"].tolist() == pytest.approx([8 / 252] * 2)  # 2/252 x 4
+    assert sg["unstable_p_adjusted"].tolist() == pytest.approx([4 / 252] * 2)  # 2/252 x 2, not x4
     clip = table[table["variant"] == "clip"]
-    assert clip["unstable_p_adjusted"].tolist() == pytest.approx([84 / 252] * 2)  # x2, 3rd/4th
-    assert table["unstable_bold"].tolist() == [False, True, True] * 2  # per regime
+    assert clip["unstable_p_adjusted"].tolist() == pytest.approx([42 / 252] * 2)
+    assert table["unstable_bold"].tolist() == [False, False, True] * 2
     assert table.attrs["shown_keys"] == ["regime", "variant"]
     assert table.attrs["constants"] == {"task": "catch"}
-    assert table.attrs["compared_key"] == "variant"
+    assert table.attrs["compared_key"] == "variant" and table.attrs["strata_keys"] == ["regime"]
+
+
+def test_confirmatory_contrast_is_its_own_family(tmp_path):
+    results = load_results(_stress(tmp_path, regimes=("tuned", "stress")))
+    confirmatory = [({"regime": "stress"}, "clip", "unstable")]
+    table = summarize(results, metrics=["unstable"], n_resamples=99, confirmatory=confirmatory)
+    stress = table[table["regime"] == "stress"].set_index("variant")
+    # clip alone (m = 1): p_adj = raw 42/252; sg exploratory, alone in its family now: 2/252
+    assert stress.loc["clip", "unstable_confirmatory"] and stress.loc["clip", "unstable_m"] == 1
+    assert stress.loc["clip", "unstable_p_adjusted"] == pytest.approx(42 / 252)
+    assert stress.loc["sg", "unstable_p_adjusted"] == pytest.approx(2 / 252)
+    assert not stress.loc["sg", "unstable_confirmatory"]
+    assert table.attrs["m"]["unstable"] == {"stress": 1, "tuned": 2}
+    assert table.attrs["confirmatory"] == [
+        {"group": "regime=stress, task=catch, variant=clip", "metric": "unstable"}
+    ]
+    with pytest.raises(ConfigError, match="unknown confirmatory contrast 'regime=stress, "
+                       "variant=nope'; choose one of: "):  # fmt: skip
+        summarize(results, metrics=["unstable"], confirmatory=[({"regime": "stress"}, "nope",
+                                                                "unstable")])  # fmt: skip
+    with pytest.raises(ConfigError, match="unknown confirmatory metric 'failed'"):
+        summarize(results, metrics=["unstable"], confirmatory=[({}, "clip", "failed")])
+
+
+def test_paired_analysis(tmp_path):
+    """Seeds matched: unstable none [1,1,1,1,1], clip [1,1,0,0,0]: 3 discordant pairs one way,
+    McNemar 2 x 0.5^3 = 0.25; sg [0]*5: 5 discordant, 2 x 0.5^5 = 0.0625."""
+    results = load_results(_stress(tmp_path))
+    table = summarize(results, metrics=["unstable", "final_return"], analysis="paired",
+                      n_resamples=99).set_index("variant")  # fmt: skip
+    assert table.loc["clip", "unstable_p"] == pytest.approx(0.25)
+    assert table.loc["sg", "unstable_p"] == pytest.approx(0.0625)
+    assert table.loc["sg", "unstable_delta"] == pytest.approx(-1.0)
+    # final return sg - none per seed: 0.5 each; Wilcoxon with all differences equal and > 0:
+    # ranks tie (1..5 averaged), scipy's normal approximation (exact needs no ties)
+    assert table.loc["sg", "final_return_delta"] == pytest.approx(0.5)
+    assert table.loc["sg", "final_return_p"] == pytest.approx(
+        stats.wilcoxon([0.6 + s / 10 for s in range(5)], [0.1 + s / 10 for s in range(5)]).pvalue
+    )
+    assert table.attrs["analysis"] == "paired"
+
+
+def test_paired_analysis_names_unmatched_seeds(tmp_path):
+    root = _stress(tmp_path)
+    _job(root, "stress-sg-7", status="completed", seed=7, stability={"unstable": 0},
+         group={"regime": "stress", "task": "catch", "variant": "sg"}, task="catch")  # fmt: skip
+    with pytest.raises(ConfigError, match="unmatched seeds in 'all': sg vs none: seeds 7 only "
+                       "in the arm"):  # fmt: skip
+        summarize(load_results(root), metrics=["unstable"], analysis="paired")
+
+
+def test_steps_to_threshold_is_kaplan_meier_with_log_rank(tmp_path):
+    """none: reached at 100, 200, 300 of 3 -> KM median 200; sg: reached at 100 and 200, one
+    diverged at 150 before reaching (censored, not dropped): S(100) = 2/3, S(200) = 2/3 x 0 (at
+    200 the one run at risk reaches it) -> the median 200."""
+    runs = {
+        "none": [(100, 0, None), (200, 0, None), (300, 0, None)],
+        "sg": [(100, 0, None), (None, 1, 150), (200, 0, None)],
+    }
+    for variant, cells in runs.items():
+        for seed, (at, diverged, diverged_at) in enumerate(cells):
+            stability = {"reached_threshold": int(at is not None), "steps_to_threshold": at,
+                         "diverged": diverged, "diverged_step": diverged_at, "steps": 1000,
+                         "unstable": diverged}  # fmt: skip
+            _job(tmp_path, f"{variant}-{seed}", status="diverged" if diverged else "completed",
+                 group={"variant": variant}, seed=seed, stability=stability)  # fmt: skip
+    table = summarize(load_results(tmp_path), metrics=["steps_to_threshold"]).set_index("variant")
+    assert table.loc["none", "steps_to_threshold"] == 200.0
+    assert table.loc["sg", "steps_to_threshold"] == 200.0
+    assert (table.loc["sg", "steps_to_threshold_k"], table.loc["sg", "steps_to_threshold_n"]) == (
+        2, 3)  # fmt: skip
+    assert table.loc["sg", "steps_to_threshold_p"] == pytest.approx(
+        logrank_p(
+            np.array([100.0, 150, 200]),
+            np.array([1, 0, 1], bool),
+            np.array([100.0, 200, 300]),
+            np.ones(3, bool),
+        )  # fmt: skip
+    )
+    assert math.isnan(table.loc["sg", "steps_to_threshold_delta"])
 
 
 def test_constants_go_to_attrs(stress):
@@ -175,10 +338,11 @@ def test_constants_go_to_attrs(stress):
 
 
 def test_median_and_explicit_baseline(sweep):
-    table = summarize(sweep, metrics=["final_return"], stat="median", baseline="scale_gradient")
+    table = summarize(sweep, metrics=["final_return"], stat="median", baseline="scale_gradient",
+                      diverged_return=-0.6)  # fmt: skip
     table = table.set_index("variant")
-    assert table.loc["scale_gradient", "final_return"] == pytest.approx(0.5)
-    assert table.loc["none", "final_return_p_better"] == pytest.approx(4 / 9)
+    assert table.loc["scale_gradient", "final_return"] == pytest.approx(0.5)  # of 0.5, 0.9, -0.6
+    assert table.loc["none", "final_return_delta"] == pytest.approx(0.4 - 0.5)
     assert table.attrs["baseline"] == "variant=scale_gradient"
     assert list(table.index) == ["scale_gradient", "none"]
 
@@ -189,11 +353,22 @@ def test_no_baseline_no_tests(tmp_path):
              stability={"unstable": int(seed == 0 and lr == "0.1")})  # fmt: skip
     table = summarize(load_results(tmp_path), metrics=["unstable"])
     assert table.attrs["baseline"] is None and table["unstable_p"].isna().all()
-    assert table.attrs["compared"] == {"unstable": 0}
+    assert not table["unstable_bold"].any()
+
+
+def test_a_baseline_without_runs_in_a_stratum_is_an_error(tmp_path):
+    root = _stress(tmp_path, regimes=("tuned", "stress"))
+    for seed in range(5):  # the baseline of stress crashed every time
+        summary = root / f"stress-none-{seed}" / "summary.json"
+        summary.write_text(summary.read_text().replace('"completed"', '"failed"'))
+    with pytest.raises(ConfigError, match="baseline variant=none has no completed or diverged "
+                       "run in stratum 'stress'.* one of: clip, sg"):  # fmt: skip
+        summarize(load_results(root), metrics=["unstable"])
 
 
 def test_same_folder_same_table(sweep):
-    assert summarize(sweep).equals(summarize(sweep))
+    kw = {"diverged_return": -0.6, "n_resamples": 199}
+    assert summarize(sweep, **kw).equals(summarize(sweep, **kw))
 
 
 def test_baseline_compared_within_each_stratum(tmp_path):
@@ -203,9 +378,10 @@ def test_baseline_compared_within_each_stratum(tmp_path):
         _job(tmp_path, f"{task}-{variant}-{seed}", status="completed", seed=seed, group=group,
              stability={"final_return": value})  # fmt: skip
     table = summarize(load_results(tmp_path), metrics=["final_return"]).set_index("group")
-    # sg seeds (v, v+1) vs none (v, v) of the same task: pairs > : 2 of 4, ties: 2 -> 0.75
-    assert table.loc["task=catch, variant=sg", "final_return_p_better"] == pytest.approx(0.75)
-    assert table.loc["task=cartpole, variant=sg", "final_return_p_better"] == pytest.approx(0.75)
+    # sg seeds (v, v+1) vs none (v, v) of the same task: mean difference 0.5 in both tasks
+    # (across tasks it would be about 99)
+    assert table.loc["task=catch, variant=sg", "final_return_delta"] == pytest.approx(0.5)
+    assert table.loc["task=cartpole, variant=sg", "final_return_delta"] == pytest.approx(0.5)
     with pytest.raises(ConfigError, match="baseline variant 'x'"):
         summarize(load_results(tmp_path), baseline="x")
     with pytest.raises(ConfigError, match="baseline key 'lr'"):
@@ -216,9 +392,12 @@ def test_baseline_compared_within_each_stratum(tmp_path):
     "kwargs, match",
     [
         ({"metrics": ["nope"]}, "unknown metric 'nope'"),
-        ({"metrics": []}, "no metric chosen; choose from: unstable"),
+        ({"metrics": []}, "no metric chosen; choose from: failed"),
         ({"stat": "mode"}, "unknown statistic 'mode'; choose one of: iqm, mean, median"),
         ({"baseline": "adam"}, "baseline variant 'adam'"),
+        ({"analysis": "both"}, "unknown analysis 'both'; choose one of: independent, paired"),
+        ({"rate_test": "chi2"}, "unknown rate test 'chi2'; choose one of: barnard, fisher"),
+        ({"alpha": 0}, "alpha=0 is out of range; expected a number in \\(0, 1\\)"),
     ],
 )
 def test_bad_arguments(sweep, kwargs, match):
@@ -242,7 +421,7 @@ def test_timeout_is_listed_not_averaged(tmp_path):
     results = load_results(tmp_path)
     assert results.averaged["job"].tolist() == ["a"]
     row = summarize(results, metrics=["unstable"]).iloc[0]
-    assert (row["unstable_k"], row["unstable_n"], row["not_averaged_note"]) == (0, 1, "1 timeout")
+    assert (row["unstable_k"], row["unstable_n"], row["excluded_note"]) == (0, 1, "1 timeout")
 
 
 @pytest.mark.parametrize("stored", [None, {}, {"final_return": 0.3}])
@@ -315,8 +494,8 @@ def test_single_seed_rate_and_interval(tmp_path):
 
 def _placements(root):
     """variant and regime constant, variant.placement swept, 6 seeds each: unstable pseudocode
-    1/6, paper 6/6, hook 0/6."""
-    unstable = {"pseudocode": [0, 1, 0, 0, 0, 0], "paper": [1] * 6, "hook": [0] * 6}
+    1/6, tuned 6/6, hook 0/6."""
+    unstable = {"pseudocode": [0, 1, 0, 0, 0, 0], "tuned": [1] * 6, "hook": [0] * 6}
     for placement, seed in itertools.product(unstable, range(6)):
         group = {"regime": "stress", "variant": "scale_gradient", "variant.placement": placement}
         stability = {"unstable": unstable[placement][seed], "final_return": seed / 6}
@@ -326,17 +505,16 @@ def _placements(root):
 
 
 def test_a_key_the_sweep_holds_constant_compares_nothing(tmp_path):
-    """scale_placement holds variant (and regime) constant: the placements are compared with each
-    other in one stratum, not each in a stratum of its own (where nothing could be bold)."""
-    table = summarize(_placements(tmp_path), metrics=["unstable"], n_resamples=99)
+    """scale_placement holds variant (and regime) constant: the placements are contrasted with the
+    baseline placement in one stratum, not each in a stratum of its own."""
+    table = summarize(_placements(tmp_path), metrics=["unstable"], baseline="hook",
+                      n_resamples=99)  # fmt: skip
     assert table.attrs["compared_key"] == "variant.placement"
     assert table["stratum"].nunique() == 1
-    # against the best (hook, 0/6), two-sided Fisher: paper 6/6 p = 2/C(12,6) = 2/924, Holm x2
-    # = 4/924 < 0.05 (significantly worse); pseudocode 1/6 p = 1 (not)
+    # a bare baseline value names the key that varies, not the constant variant. Against hook
+    # (0/6), two-sided Fisher: tuned 6/6 p = 2/C(12,6) = 2/924, Holm x2 = 4/924 < 0.05 (bold);
+    # pseudocode 1/6 p = 1 (not)
+    p = table.set_index("variant.placement")["unstable_p"]
+    assert p["tuned"] == pytest.approx(2 / 924) and p["pseudocode"] == pytest.approx(1.0)
     bold = table.set_index("variant.placement")["unstable_bold"]
-    assert bold.to_dict() == {"pseudocode": True, "paper": False, "hook": True}
-    # a bare baseline value names the key that varies, not the constant variant
-    again = _placements(tmp_path / "again")
-    bare = summarize(again, metrics=["unstable"], baseline="hook", n_resamples=99)
-    p = bare.set_index("variant.placement")["unstable_p"]
-    assert p["paper"] == pytest.approx(2 / 924) and p["pseudocode"] == pytest.approx(1.0)
+    assert bold.to_dict() == {"hook": False, "pseudocode": False, "tuned": True}

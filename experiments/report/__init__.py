@@ -1,36 +1,69 @@
-"""The report: a results folder -> seed statistics, tests, tables and figures.
+"""The report: a results folder -> seed statistics, contrasts, tables and figures.
 
-``results`` loads a folder into DataFrames, ``stats`` holds the seed statistics and intervals,
-``significance`` the tests and the Holm correction, ``tables`` builds the numeric table,
-``render`` writes it out, ``plots`` draws the figures (import it explicitly: it loads matplotlib).
+``results`` loads a folder into DataFrames (with the ``failed`` endpoint and the
+intention-to-treat returns), ``stats`` holds the seed statistics, intervals and effect sizes,
+``significance`` the tests and the Holm correction, ``survival`` the time to the threshold
+(Kaplan-Meier, log-rank), ``contrasts`` the declared family of contrasts, ``tables`` builds the
+numeric table, ``caption`` says what it holds, ``render`` writes it out, ``plots`` draws the figures
+(import it explicitly: it loads matplotlib).
 """
 
+from experiments.report.contrasts import ANALYSES, RATE_TESTS, Confirmatory
 from experiments.report.render import FORMATS, render
-from experiments.report.results import AVERAGED, Results, load_curves, load_results
-from experiments.report.significance import fisher_p, holm, mann_whitney_p
+from experiments.report.results import (
+    AVERAGED,
+    Results,
+    diverged_return,
+    intention_to_treat,
+    load_curves,
+    load_results,
+)
+from experiments.report.significance import (
+    barnard_p,
+    fisher_p,
+    holm,
+    mann_whitney_p,
+    mcnemar_p,
+    wilcoxon_p,
+)
 from experiments.report.stats import (
     binomial_ci,
     bootstrap_ci,
-    probability_of_improvement,
+    difference_ci,
+    risk_difference_ci,
     statistic,
 )
-from experiments.report.tables import DEFAULT_METRICS, METRICS, summarize
+from experiments.report.survival import km_median, logrank_p, time_to_event
+from experiments.report.tables import ALPHA, DEFAULT_METRICS, METRICS, summarize
 
 __all__ = [
+    "ALPHA",
+    "ANALYSES",
     "AVERAGED",
     "DEFAULT_METRICS",
     "FORMATS",
     "METRICS",
+    "RATE_TESTS",
+    "Confirmatory",
     "Results",
+    "barnard_p",
     "binomial_ci",
     "bootstrap_ci",
+    "difference_ci",
+    "diverged_return",
     "fisher_p",
     "holm",
+    "intention_to_treat",
+    "km_median",
     "load_curves",
     "load_results",
+    "logrank_p",
     "mann_whitney_p",
-    "probability_of_improvement",
+    "mcnemar_p",
     "render",
+    "risk_difference_ci",
     "statistic",
     "summarize",
+    "time_to_event",
+    "wilcoxon_p",
 ]

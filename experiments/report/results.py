@@ -4,7 +4,16 @@ One row per job in :attr:`Results.runs`: its status, seed, group (every swept ke
 and stability figures (from ``summary.json``'s ``"stability"`` key; recomputed from
 ``metrics.jsonl`` when absent, or when it lacks a key of
 :data:`~experiments.metrics.STABILITY_KEYS` because an older gradlab wrote it). :func:`load_curves`
-reads the per-step metrics of the averaged runs for the plots. Statuses are the store's
+reads the per-step metrics of the averaged runs for the plots.
+
+Two figures are derived here for the table's intention-to-treat analysis:
+
+* ``failed`` (0/1, a column of :attr:`Results.runs`): the run is ``unstable``, or its task has a
+  return threshold and the run never reached it (a stable run that never learned has failed too).
+  NaN when neither verdict decides it (e.g. a stable-so-far run without the stability figures).
+* :func:`intention_to_treat`: a return column over every run, where a diverged run, or one without
+  a value, counts as a return declared before the runs: the mean return of the task's uniformly
+  random policy (:func:`diverged_return`), times the run's reward scale. Statuses are the store's
 (:data:`experiments.store.STATUSES`), files are read with the store's reader
 (:func:`experiments.store.read_metrics`). Every problem with the folder is a
 :class:`~experiments.errors.ConfigError` naming the folder or file and what was expected.
@@ -17,17 +26,27 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from experiments.errors import ConfigError, unknown_choice
 from experiments.metrics import STABILITY_KEYS, stability_summary
 from experiments.store import STATUSES, read_metrics
 
-__all__ = ["AVERAGED", "Results", "group_label", "load_curves", "load_results"]
+__all__ = [
+    "AVERAGED",
+    "Results",
+    "diverged_return",
+    "group_label",
+    "intention_to_treat",
+    "load_curves",
+    "load_results",
+]
 
 AVERAGED = ("completed", "diverged")
-"""The statuses whose runs enter the statistics; runs of any other status are counted and listed,
-never averaged.
+"""The statuses of the runs of the design: they enter the statistics, every one of them
+(intention to treat); runs of any other status (a crash, a timeout, a run not finished) are
+counted and listed, never averaged.
 
 This differs from :data:`experiments.store.FINISHED` (the jobs a re-run skips), which also holds
 ``timeout``: a timed-out job is done, but it stopped at a wall-time or step budget before its
@@ -47,8 +66,10 @@ class Results:
       ablation: the ablation name all jobs share (None for single runs).
       group_keys: the swept keys except the seed, sorted.
       runs: one row per job, sorted by group then seed. Columns: ``job``, ``path``, ``status``,
-        ``seed``, ``group`` (a label), ``task``, ``threshold``, one column per group key (str),
-        and one per :data:`~experiments.metrics.STABILITY_KEYS` (float, NaN when undefined).
+        ``seed``, ``group`` (a label), ``task``, ``threshold``, ``reward_scale`` (None when the
+        summary does not record it: 1), one column per group key (str),
+        one per :data:`~experiments.metrics.STABILITY_KEYS` (float, NaN when undefined), and
+        ``failed`` (float 0/1, NaN when undefined; module docstring).
     """
 
     root: Path
@@ -152,6 +173,7 @@ def load_results(path: str | Path) -> Results:
             "group": group_label(group),
             "task": summary.get("task"),
             "threshold": summary.get("threshold"),
+            "reward_scale": summary.get("reward_scale"),
             "_group": group,
         }
         record.update({key: stability.get(key) for key in STABILITY_KEYS})
@@ -169,10 +191,88 @@ def load_results(path: str | Path) -> Results:
     runs = pd.DataFrame.from_records(records)
     for key in STABILITY_KEYS:
         runs[key] = pd.to_numeric(runs[key], errors="coerce").astype(float)
+    runs["failed"] = _failed(runs)
     runs = runs.sort_values([*group_keys, "seed"], key=_natural_key, kind="stable")
     return Results(
         root=root, ablation=ablations.pop(), group_keys=group_keys, runs=runs.reset_index(drop=True)
     )
+
+
+def _failed(runs: pd.DataFrame) -> np.ndarray:
+    """1 if unstable or the threshold was never reached; 0 if stable and reached; else NaN."""
+    unstable = runs["unstable"].to_numpy(dtype=float)
+    reached = pd.to_numeric(runs["reached_threshold"], errors="coerce").to_numpy(dtype=float)
+    has_threshold = runs["threshold"].notna().to_numpy()
+    never = has_threshold & (reached == 0)
+    failed = np.full(len(runs), np.nan)
+    failed[(unstable == 0) & has_threshold & (reached == 1)] = 0.0
+    failed[(unstable == 1) | never] = 1.0
+    return failed
+
+
+def diverged_return(task: str | None, *, override: float | None = None) -> float | None:
+    """The episode return a diverged run counts as, declared before the runs, unscaled.
+
+    Args:
+      task: the task's name.
+      override: a value given by the caller (``gradlab table --diverged-return``): used as is.
+
+    Returns:
+      ``override`` when given; else the mean episode return of the task's uniformly random policy
+      from the task registry (``experiments.tasks.registry.task_facts(task).random_return``);
+      None when the registry does not know the task.
+    """
+    if override is not None:
+        return float(override)
+    if task is None:
+        return None
+    try:
+        from experiments.tasks.registry import task_facts
+
+        value = task_facts(task).random_return
+    except (ImportError, ConfigError, KeyError, AttributeError):
+        return None
+    return None if value is None else float(value)
+
+
+def intention_to_treat(
+    runs: pd.DataFrame, column: str, *, override: float | None = None
+) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
+    """A return column over every run: a diverged run, or one without a value, gets its task's
+    declared return (:func:`diverged_return`) times the run's ``reward_scale`` (returns are
+    logged scaled).
+
+    Args:
+      runs: ``[N]`` rows with ``column``, ``diverged``, ``task`` and ``reward_scale``.
+      column: e.g. ``final_return``.
+      override: the declared (unscaled) return for every task; None: the registry's, per task.
+
+    Returns:
+      ``(values [N], imputed [N] bool, declared)``: ``declared`` maps each task that needed a
+      value (``task`` or ``task×scale`` when its scale is not 1) to the value used.
+
+    Raises:
+      ConfigError: a run needs a value and none is declared for its task.
+    """
+    values = runs[column].to_numpy(dtype=float).copy()
+    diverged = pd.to_numeric(runs["diverged"], errors="coerce").to_numpy(dtype=float) >= 0.5
+    imputed = diverged | ~np.isfinite(values)
+    scales = pd.to_numeric(runs["reward_scale"], errors="coerce").fillna(1.0).to_numpy(dtype=float)
+    tasks = runs["task"].to_numpy(dtype=object)
+    declared: dict[str, float] = {}
+    for i in np.flatnonzero(imputed):
+        task, scale = tasks[i], scales[i]
+        value = diverged_return(task, override=override)
+        if value is None:
+            count = int((imputed & (tasks == task)).sum())
+            raise ConfigError(
+                f"{column} counts every run (intention to treat): {count} run(s) of task "
+                f"{task!r} diverged or have no {column}, and no random-policy return is declared "
+                f"for {task!r}; pass --diverged-return VALUE or leave {column} out of --metrics"
+            )
+        values[i] = value * scale
+        declared[str(task) if scale == 1.0 else f"{task}×{scale:g}"] = value * scale
+    return values, imputed, declared
 
 
 def _natural_key(column: pd.Series) -> pd.Series:

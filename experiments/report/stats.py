@@ -1,5 +1,5 @@
 """Statistics over seeds: point estimates, bootstrap confidence intervals, exact binomial intervals
-of rates, and the probability of improvement.
+of rates, and the effect sizes of a contrast (a difference between two arms, with its interval).
 
 Few seeds (3 to 10) are the norm, so: the interquartile mean (IQM) is offered beside the mean and
 the median (Agarwal et al., 2021, "Deep RL at the Edge of the Statistical Precipice"); intervals are
@@ -7,6 +7,18 @@ percentile bootstrap intervals from :func:`scipy.stats.bootstrap` with a generat
 (the same data always give the same interval); one seed gives no interval (NaN), not a fake one.
 A rate (k of n runs, e.g. unstable) gets the exact Clopper-Pearson interval instead
 (:func:`binomial_ci`), which holds at any n.
+
+Effect sizes (arm minus baseline):
+
+* :func:`risk_difference_ci`: the difference of two independent rates with Newcombe's hybrid-score
+  interval (Newcombe, 1998, "Interval estimation for the difference between independent
+  proportions", method 10), ``statsmodels.stats.proportion.confint_proportions_2indep(...,
+  compare="diff", method="newcomb")``: from the Wilson intervals ``[l1, u1]``, ``[l2, u2]`` of the
+  two rates, ``d - sqrt((p1 - l1)^2 + (u2 - p2)^2)`` to ``d + sqrt((u1 - p1)^2 + (p2 - l2)^2)``.
+* :func:`difference_ci`: the difference of a statistic between two samples with a seeded
+  percentile-bootstrap interval (``scipy.stats.bootstrap`` on both samples, each resampled on its
+  own); paired (``paired=True``): the statistic of the per-pair differences, the pairs resampled
+  together.
 """
 
 from __future__ import annotations
@@ -18,7 +30,14 @@ from scipy import stats
 
 from experiments.errors import ConfigError, unknown_choice
 
-__all__ = ["STATS", "binomial_ci", "bootstrap_ci", "probability_of_improvement", "statistic"]
+__all__ = [
+    "STATS",
+    "binomial_ci",
+    "bootstrap_ci",
+    "difference_ci",
+    "risk_difference_ci",
+    "statistic",
+]
 
 
 def _iqm(x: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -43,6 +62,11 @@ def _stat_fn(stat: str) -> Callable[..., np.ndarray]:
     if stat not in STATS:
         raise unknown_choice("statistic", stat, STATS)
     return STATS[stat]
+
+
+def _check_confidence(confidence: float) -> None:
+    if not 0.0 < confidence < 1.0:
+        raise ConfigError(f"confidence must be in (0, 1), got {confidence!r}")
 
 
 def statistic(x: Sequence[float] | np.ndarray, *, stat: str = "mean") -> float:
@@ -79,8 +103,7 @@ def bootstrap_ci(
       ``(low, high)``; ``(nan, nan)`` with fewer than two values (no interval can be estimated).
     """
     fn = _stat_fn(stat)
-    if not 0.0 < confidence < 1.0:
-        raise ConfigError(f"confidence must be in (0, 1), got {confidence!r}")
+    _check_confidence(confidence)
     x = _values(x)
     if len(x) < 2:
         return float("nan"), float("nan")
@@ -96,31 +119,6 @@ def bootstrap_ci(
         rng=np.random.default_rng(seed),
     )
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
-
-
-def probability_of_improvement(
-    x: Sequence[float] | np.ndarray,
-    y: Sequence[float] | np.ndarray,
-    *,
-    higher_is_better: bool = True,
-) -> float:
-    """P(a seed of X beats a seed of Y), ties counting one half: the Mann-Whitney U of X over
-    ``n_x n_y``.
-
-    Args:
-      x: ``[N_x]`` the values of the compared group; NaN/Inf dropped.
-      y: ``[N_y]`` the values of the baseline; NaN/Inf dropped.
-      higher_is_better: True: P(X > Y); False: P(X < Y).
-
-    Returns:
-      The probability, in [0, 1]; NaN if either side has no value.
-    """
-    x, y = _values(x), _values(y)
-    if not len(x) or not len(y):
-        return float("nan")
-    better, worse = (x, y) if higher_is_better else (y, x)
-    u = stats.mannwhitneyu(better, worse, alternative="two-sided").statistic
-    return float(u / (len(x) * len(y)))
 
 
 def binomial_ci(k: int, n: int, *, confidence: float = 0.95) -> tuple[float, float]:
@@ -141,8 +139,7 @@ def binomial_ci(k: int, n: int, *, confidence: float = 0.95) -> tuple[float, flo
     Raises:
       ConfigError: k or n is not a count, k > n, or the level is outside (0, 1).
     """
-    if not 0.0 < confidence < 1.0:
-        raise ConfigError(f"confidence must be in (0, 1), got {confidence!r}")
+    _check_confidence(confidence)
     for name, value in (("k", k), ("n", n)):
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
             raise ConfigError(f"{name}={value!r} is not a count; expected an integer >= 0")
@@ -152,3 +149,107 @@ def binomial_ci(k: int, n: int, *, confidence: float = 0.95) -> tuple[float, flo
         return float("nan"), float("nan")
     ci = stats.binomtest(int(k), int(n)).proportion_ci(confidence_level=confidence, method="exact")
     return float(ci.low), float(ci.high)
+
+
+def risk_difference_ci(
+    k1: int, n1: int, k2: int, n2: int, *, confidence: float = 0.95
+) -> tuple[float, float, float]:
+    """``k1/n1 - k2/n2`` with Newcombe's hybrid-score interval (module docstring).
+
+    Args:
+      k1: events in the compared arm; ``0 <= k1 <= n1``.
+      n1: its runs.
+      k2: events in the baseline arm; ``0 <= k2 <= n2``.
+      n2: its runs.
+      confidence: the level, in (0, 1).
+
+    Returns:
+      ``(difference, low, high)``; all NaN when either arm has no run.
+
+    Raises:
+      ConfigError: a count is not a count or exceeds its total, or the level is outside (0, 1).
+    """
+    from statsmodels.stats.proportion import confint_proportions_2indep
+
+    _check_confidence(confidence)
+    for name, value in (("k1", k1), ("n1", n1), ("k2", k2), ("n2", n2)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
+            raise ConfigError(f"{name}={value!r} is not a count; expected an integer >= 0")
+    if k1 > n1 or k2 > n2:
+        raise ConfigError(f"counts {k1}/{n1} and {k2}/{n2}: an event count exceeds its total")
+    if n1 == 0 or n2 == 0:
+        return float("nan"), float("nan"), float("nan")
+    low, high = confint_proportions_2indep(
+        int(k1), int(n1), int(k2), int(n2), compare="diff", method="newcomb", alpha=1 - confidence
+    )
+    return k1 / n1 - k2 / n2, float(low), float(high)
+
+
+def difference_ci(
+    x: Sequence[float] | np.ndarray,
+    y: Sequence[float] | np.ndarray,
+    *,
+    stat: str = "mean",
+    paired: bool = False,
+    confidence: float = 0.95,
+    n_resamples: int = 9999,
+    seed: int = 0,
+) -> tuple[float, float, float]:
+    """The difference of ``stat`` between ``x`` and ``y``, with a percentile-bootstrap interval.
+
+    Args:
+      x: ``[N_x]`` one value per run of the compared arm.
+      y: ``[N_y]`` one value per run of the baseline arm; with ``paired``, ``[N_x]``: the run of
+        the same seed, in the same order.
+      stat: a name in :data:`STATS`.
+      paired: False: ``stat(x) - stat(y)`` over the finite values of each, the two samples
+        resampled independently; True: ``stat(x - y)`` over the pairs finite on both sides,
+        pairs resampled together (with ``mean``, the mean paired difference).
+      confidence: the level, in (0, 1).
+      n_resamples: bootstrap resamples.
+      seed: seeds the ``np.random.default_rng`` of this interval only.
+
+    Returns:
+      ``(difference, low, high)``: NaN difference when a side has no value; NaN bounds with fewer
+      than two values on a side (two pairs when paired); ``(d, d)`` when no resample can differ.
+    """
+    fn = _stat_fn(stat)
+    _check_confidence(confidence)
+    if paired:
+        x, y = np.asarray(x, dtype=float).ravel(), np.asarray(y, dtype=float).ravel()
+        if x.shape != y.shape:
+            raise ConfigError(f"paired samples differ in length: {len(x)} and {len(y)}")
+        keep = np.isfinite(x) & np.isfinite(y)
+        x, y = x[keep], y[keep]
+        if not len(x):
+            return float("nan"), float("nan"), float("nan")
+        d = x - y
+        estimate = float(fn(d, axis=-1))
+        if len(d) < 2 or np.all(d == d[0]):
+            bound = estimate if len(d) >= 2 else float("nan")
+            return estimate, bound, bound
+        samples, statistic_fn = (d,), fn
+    else:
+        x, y = _values(x), _values(y)
+        if not len(x) or not len(y):
+            return float("nan"), float("nan"), float("nan")
+        estimate = float(fn(x, axis=-1) - fn(y, axis=-1))
+        if len(x) < 2 or len(y) < 2:
+            return estimate, float("nan"), float("nan")
+        if np.all(x == x[0]) and np.all(y == y[0]):
+            return estimate, estimate, estimate
+
+        def statistic_fn(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+            return fn(a, axis=axis) - fn(b, axis=axis)
+
+        samples = (x, y)
+    result = stats.bootstrap(
+        samples,
+        statistic_fn,
+        n_resamples=n_resamples,
+        confidence_level=confidence,
+        method="percentile",
+        vectorized=True,
+        rng=np.random.default_rng(seed),
+    )
+    return estimate, float(result.confidence_interval.low), float(result.confidence_interval.high)

@@ -1,33 +1,30 @@
-"""Seeds -> one row of statistics per group, with tests against the baseline and the bold rule.
+"""Seeds -> one row of statistics per group, each arm contrasted with its stratum's baseline.
 
 :func:`summarize` builds the numeric table (a DataFrame, one row per group);
-:mod:`experiments.report.render` turns it into Markdown, LaTeX, CSV or JSON.
+:mod:`experiments.report.render` turns it into Markdown, LaTeX, CSV or JSON;
+:mod:`experiments.report.contrasts` holds the contrasts, their tests and the family.
 
-What a row holds (runs of the group whose status is in
-:data:`~experiments.report.results.AVERAGED`; the others are counted in ``not_averaged``, never
-averaged):
+The runs of the design are those whose status is in
+:data:`~experiments.report.results.AVERAGED` (completed or diverged); every one of them counts
+(intention to treat). A crashed, timed-out or unfinished run is not a run of the design: it is
+counted in ``excluded``, never averaged. Per metric, a row holds:
 
-* a **rate** (``unstable``, ``diverged``, ``collapsed``, ``reached_threshold``: 0/1 per run):
-  ``k`` of ``n`` runs (runs where it is undefined left out of n), with the exact Clopper-Pearson
-  interval, and a two-sided Fisher's exact test of ``k/n`` against the baseline's;
-* any other figure: the statistic over seeds (``--stat``) with a seeded percentile-bootstrap
-  interval, the probability of improvement over the baseline, and a two-sided Mann-Whitney U test
-  against the baseline's seeds.
+* a **rate** (``failed``, ``unstable``, ``diverged``, ``collapsed``, ``reached_threshold``: 0/1
+  per run): ``k`` of ``n`` runs (a run where the verdict is undefined is left out of n) with the
+  exact Clopper-Pearson interval;
+* **steps to threshold**, a time to an event (:mod:`experiments.report.survival`): the
+  Kaplan-Meier median over every run, a run that never reached the threshold censored at its
+  divergence or at the end of its training, with its confidence interval;
+* any other figure: the statistic over runs (``stat``) with a seeded percentile-bootstrap
+  interval. The final returns count every run: a diverged run, or one without a final return,
+  counts as the task's declared return for diverged runs
+  (:func:`~experiments.report.results.intention_to_treat`).
 
-The baseline of a row is the group equal to it but for the baseline key (default ``variant=none``),
-so comparisons stay within a stratum (e.g. one ``regime``). The p-values of one column are
-Holm-Bonferroni adjusted over the rows compared with a baseline in the table.
-
-Bold rule (option "best and not significantly worse"): in each column with a direction and each
-stratum, the best value is bold, and so is every row not significantly worse than it: the row is
-tested against the best row (Fisher's exact test for rates, Mann-Whitney U otherwise, two-sided),
-the p-values Holm-adjusted over the rows compared with the best in that stratum, and a row is
-significantly worse when its adjusted p < :data:`ALPHA`. When that would bold every row of the
-stratum (nothing separates them, the common case with a handful of seeds) none is bold. Why this
-rule rather than "bold only what is significantly best": with 3 to 10 seeds almost nothing is
-significantly best, so that rule would leave nearly every table plain and a reader could not tell
-"tied" from "not run"; this rule says which rows the data do set apart, and never singles out a
-best that is within noise of the others.
+And, on an arm's row, the contrast with its stratum's baseline
+(:mod:`~experiments.report.contrasts`): the difference (``_delta``) with its interval, the p-value
+of the declared test (``_p``; log-rank for steps to threshold, which has no difference column), the
+Holm-adjusted p-value within the contrast's family (``_p_adjusted``) and ``_bold``: exactly
+``_p_adjusted < alpha``. Nothing else sets bold: no second test, no "best" row.
 """
 
 from __future__ import annotations
@@ -39,15 +36,19 @@ import numpy as np
 import pandas as pd
 
 from experiments.errors import ConfigError, unknown_choice
-from experiments.report.results import AVERAGED, Results, group_label
-from experiments.report.significance import fisher_p, holm, mann_whitney_p
-from experiments.report.stats import (
-    STATS,
-    binomial_ci,
-    bootstrap_ci,
-    probability_of_improvement,
-    statistic,
+from experiments.report.contrasts import (
+    ANALYSES,
+    RATE_TESTS,
+    Confirmatory,
+    adjust,
+    check_choice,
+    pair_by_seed,
+    rate_contrast,
+    value_contrast,
 )
+from experiments.report.results import AVERAGED, Results, group_label, intention_to_treat
+from experiments.report.stats import STATS, binomial_ci, bootstrap_ci, statistic
+from experiments.report.survival import km_median, logrank_p, time_to_event
 from experiments.store import STATUSES
 
 __all__ = [
@@ -61,7 +62,7 @@ __all__ = [
 ]
 
 ALPHA = 0.05
-"""Significance level of the bold rule (after the Holm adjustment)."""
+"""The default significance level: a cell is bold when its Holm-adjusted p is below it."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,13 +71,22 @@ class Metric:
 
     Attributes:
       header: two short header lines (the LaTeX table stacks them; Markdown joins them).
-      higher_is_better: the direction for bold and P(better); None: no direction (no bold).
-      rate: a 0/1 verdict per run, summarised as k/n with an exact interval and Fisher's test.
+      higher_is_better: the direction shown by the header's arrow; None: no direction.
+      kind: ``rate`` (a 0/1 verdict per run: k/n, exact interval, risk difference), ``time``
+        (steps to an event, censored: Kaplan-Meier median, log-rank test) or ``value``.
+      itt: the figure is a final return: a diverged run, or one without a value, counts as the
+        declared return for diverged runs.
     """
 
     header: tuple[str, str]
     higher_is_better: bool | None
-    rate: bool = False
+    kind: str = "value"
+    itt: bool = False
+
+    @property
+    def rate(self) -> bool:
+        """A 0/1 verdict per run."""
+        return self.kind == "rate"
 
     @property
     def label(self) -> str:
@@ -85,16 +95,17 @@ class Metric:
 
 
 METRICS = {
-    "unstable": Metric(("unstable", ""), False, rate=True),
-    "diverged": Metric(("diverged", ""), False, rate=True),
-    "collapsed": Metric(("collapsed", ""), False, rate=True),
-    "reached_threshold": Metric(("reached", "threshold"), True, rate=True),
-    "final_return": Metric(("final", "return"), True),
-    "final_return_last": Metric(("last", "return"), True),
+    "failed": Metric(("failed", ""), False, kind="rate"),
+    "unstable": Metric(("unstable", ""), False, kind="rate"),
+    "diverged": Metric(("diverged", ""), False, kind="rate"),
+    "collapsed": Metric(("collapsed", ""), False, kind="rate"),
+    "reached_threshold": Metric(("reached", "threshold"), True, kind="rate"),
+    "final_return": Metric(("final", "return"), True, itt=True),
+    "final_return_last": Metric(("last", "return"), True, itt=True),
     "best_return": Metric(("best", "return"), True),
     "final_evals": Metric(("final", "evals"), None),
     "return_auc": Metric(("return", "AUC"), True),
-    "steps_to_threshold": Metric(("steps to", "threshold"), False),
+    "steps_to_threshold": Metric(("steps to", "threshold"), False, kind="time"),
     "final_loss": Metric(("final", "loss"), False),
     "loss_auc": Metric(("loss", "AUC"), False),
     "grad_norm_median": Metric(("grad norm", "median"), False),
@@ -105,9 +116,11 @@ METRICS = {
     "hidden_norm_growth": Metric(("hidden", "norm K/0"), None),
     "wall_time_s": Metric(("wall", "time (s)"), False),
 }
-"""The table's metrics (stability figure name -> display); see :mod:`experiments.metrics`."""
+"""The table's metrics (figure name -> display); see :mod:`experiments.metrics` and ``failed`` in
+:mod:`experiments.report.results`."""
 
 DEFAULT_METRICS = (
+    "failed",
     "unstable",
     "final_return",
     "steps_to_threshold",
@@ -179,51 +192,101 @@ def _constants(results: Results) -> dict[str, str]:
     return out
 
 
-def _rate(x: np.ndarray) -> tuple[int, int]:
-    """``(k, n)``: runs with the verdict 1, and runs where it is defined."""
-    defined = x[np.isfinite(x)]
-    return int((defined >= 0.5).sum()), len(defined)
+def _check_alpha(alpha: float) -> float:
+    if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0.0 < alpha < 1.0:
+        raise ConfigError(
+            f"alpha={alpha!r} is out of range; expected a number in (0, 1), e.g. 0.05"
+        )
+    return float(alpha)
 
 
-def _compare(name: str, x: np.ndarray, y: np.ndarray) -> float:
-    """Two-sided p-value of the per-run values ``x`` against ``y`` (Fisher or Mann-Whitney)."""
-    if METRICS[name].rate:
-        return fisher_p(*_rate(x), *_rate(y))
-    return mann_whitney_p(x, y)
+def _design(runs: pd.DataFrame, metrics: Sequence[str], override: float | None) -> tuple:
+    """The runs of the design with the intention-to-treat returns and the times to the threshold
+    (``_time``, ``_event``) filled in; and the declared returns used (task -> value)."""
+    design = runs[runs["status"].isin(AVERAGED)].copy()
+    declared: dict[str, float] = {}
+    for name in metrics:
+        if METRICS[name].itt:
+            values, imputed, used = intention_to_treat(design, name, override=override)
+            design[name], design[f"{name}_imputed"] = values, imputed
+            declared.update(used)
+    design["_time"], design["_event"] = time_to_event(design)
+    return design, declared
 
 
-def _cells(name: str, x: np.ndarray, *, stat: str, confidence: float, **boot) -> dict:
-    """The estimate of one metric over one group's runs ``x`` ``[N]``, with its interval."""
-    if METRICS[name].rate:
-        k, n = _rate(x)
+def _cells(name: str, runs: pd.DataFrame, *, stat: str, confidence: float, **boot) -> dict:
+    """The estimate of one metric over one group's runs, with its interval."""
+    kind = METRICS[name].kind
+    if kind == "time":
+        time, event = runs["_time"].to_numpy(dtype=float), runs["_event"].to_numpy(dtype=bool)
+        median, low, high = km_median(time, event, confidence=confidence)
+        known = np.isfinite(time)
+        return {name: median, f"{name}_k": int(event[known].sum()), f"{name}_n": int(known.sum()),
+                f"{name}_ci_low": low, f"{name}_ci_high": high}  # fmt: skip
+    x = runs[name].to_numpy(dtype=float)
+    if kind == "rate":
+        defined = x[np.isfinite(x)]
+        k, n = int((defined >= 0.5).sum()), len(defined)
         low, high = binomial_ci(k, n, confidence=confidence)
-        rate = k / n if n else float("nan")
-        return {name: rate, f"{name}_k": k, f"{name}_n": n,
+        return {name: k / n if n else float("nan"), f"{name}_k": k, f"{name}_n": n,
                 f"{name}_ci_low": low, f"{name}_ci_high": high}  # fmt: skip
     low, high = bootstrap_ci(x, stat=stat, confidence=confidence, **boot)
-    return {name: statistic(x, stat=stat), f"{name}_n": int(np.isfinite(x).sum()),
-            f"{name}_ci_low": low, f"{name}_ci_high": high}  # fmt: skip
+    out = {name: statistic(x, stat=stat), f"{name}_n": int(np.isfinite(x).sum()),
+           f"{name}_ci_low": low, f"{name}_ci_high": high}  # fmt: skip
+    if METRICS[name].itt:
+        out[f"{name}_imputed"] = int(runs[f"{name}_imputed"].sum())
+    return out
 
 
-def _bold(table: pd.DataFrame, values: dict, name: str, strata: list[list[int]]) -> pd.Series:
-    """The bold flags of one column (the rule in the module docstring)."""
-    bold = pd.Series(False, index=table.index)
-    direction = METRICS[name].higher_is_better
-    if direction is None:
-        return bold
-    for rows in strata:
-        have = [i for i in rows if table.at[i, f"{name}_n"] > 0 and np.isfinite(table.at[i, name])]
-        estimates = table.loc[have, name]
-        if len(have) < 2 or estimates.min() == estimates.max():
-            continue  # nothing to compare, or all tied: nothing stands out
-        best = estimates.max() if direction else estimates.min()
-        top = [i for i in have if estimates[i] == best]
-        others = [i for i in have if i not in top]
-        p = holm([_compare(name, values[i][name], values[top[0]][name]) for i in others])
-        kept = top + [i for i, q in zip(others, p, strict=True) if not q < ALPHA]
-        if len(kept) < len(have):
-            bold[kept] = True
-    return bold
+def _contrast(name: str, arm: pd.DataFrame, base: pd.DataFrame, **options) -> dict:
+    """The contrast of one metric, arm minus baseline: ``_delta``, its interval, ``_p``."""
+    kind = METRICS[name].kind
+    if kind == "time":
+        time, event = "_time", "_event"
+        p = logrank_p(
+            arm[time].to_numpy(dtype=float),
+            arm[event].to_numpy(dtype=bool),
+            base[time].to_numpy(dtype=float),
+            base[event].to_numpy(dtype=bool),
+        )
+        delta = low = high = float("nan")
+    else:
+        x, y = arm[name].to_numpy(dtype=float), base[name].to_numpy(dtype=float)
+        if kind == "rate":
+            options.pop("stat")
+            delta, low, high, p = rate_contrast(x, y, **options)
+        else:
+            options.pop("rate_test")
+            delta, low, high, p = value_contrast(x, y, **options)
+    return {f"{name}_delta": delta, f"{name}_delta_low": low, f"{name}_delta_high": high,
+            f"{name}_p": p}  # fmt: skip
+
+
+def _confirmatory_rows(
+    table: pd.DataFrame, confirmatory: Sequence[Confirmatory], *, compared: str | None,
+    keys: Sequence[str], metrics: Sequence[str],
+) -> list[tuple[int, str]]:  # fmt: skip
+    """The ``(row, metric)`` of each declared confirmatory contrast."""
+    arms = table[~table["is_baseline"]]
+    if confirmatory and compared is None:
+        raise ConfigError("a confirmatory contrast needs a baseline; the table has none")
+    cells = []
+    for stratum, arm, metric in confirmatory:
+        if metric not in metrics:
+            raise unknown_choice("confirmatory metric", metric, metrics)
+        for key in stratum:
+            if key not in keys:
+                raise unknown_choice("confirmatory stratum key", key, keys)
+        match = arms[arms[compared].astype(str) == str(arm)]
+        for key, value in stratum.items():
+            match = match[match[key].astype(str) == str(value)]
+        if len(match) != 1:
+            wanted = group_label({**{k: str(v) for k, v in stratum.items()}, compared: str(arm)})
+            raise unknown_choice("confirmatory contrast", wanted, arms["group"].tolist())
+        cells.append((int(match.index[0]), metric))
+    if len(set(cells)) < len(cells):
+        raise ConfigError("a confirmatory contrast is declared twice")
+    return cells
 
 
 def summarize(
@@ -232,45 +295,65 @@ def summarize(
     metrics: Sequence[str] = DEFAULT_METRICS,
     stat: str = "mean",
     baseline: str | None = None,
+    analysis: str = "independent",
+    rate_test: str = "fisher",
+    alpha: float = ALPHA,
+    diverged_return: float | None = None,
+    confirmatory: Sequence[Confirmatory] | None = None,
     confidence: float = 0.95,
     n_resamples: int = 9999,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """One row per group with the statistics of each metric over its averaged runs.
+    """One row per group: each metric over its runs, and its contrast with the stratum's baseline.
 
     Args:
       results: from :func:`~experiments.report.results.load_results`.
       metrics: names in :data:`METRICS`.
-      stat: ``mean``, ``iqm`` or ``median`` (of the non-rate metrics; a rate is always k/n).
-      baseline: ``VALUE`` (of the ``variant`` key, or of the only group key) or ``KEY=VALUE``; each
-        group is compared with the group equal to it but for that key. None: ``variant=none`` if
-        present, else no comparison.
+      stat: ``mean``, ``iqm`` or ``median`` (of the value metrics and their differences).
+      baseline: ``VALUE`` (of the ``variant`` key, or of the only key that varies) or
+        ``KEY=VALUE``; each group is contrasted with the group equal to it but for that key (its
+        stratum's baseline). None: ``variant=none`` if present, else no contrast.
+      analysis: ``independent`` (arms as two samples) or ``paired`` (runs matched by seed within
+        the stratum; a seed in one arm only is an error).
+      rate_test: ``fisher`` or ``barnard``: the exact test of two rates (independent analysis).
+      alpha: a cell is bold when its Holm-adjusted p is below it.
+      diverged_return: the return a diverged run (or one without a final return) counts as in
+        the final returns; None: the task registry's random-policy return.
+      confirmatory: pre-registered contrasts ``(stratum, arm, metric)``, each tested alone (a
+        family of m = 1); every other contrast is exploratory (Holm within its stratum).
       confidence: the level of every interval.
       n_resamples: bootstrap resamples per interval.
       seed: seeds each interval's generator (same folder, same table).
 
     Returns:
-      Columns: the group keys; ``group``; ``runs`` (all statuses); ``seeds`` (averaged runs);
-      ``not_averaged`` (their count) and ``not_averaged_note`` (e.g. ``"1 failed, 1 running"``);
-      ``is_baseline``; ``stratum`` (an index: rows compared with each other). Per metric ``m``:
-      ``m`` (the statistic, or the rate k/n), ``m_n`` (runs with a value), ``m_ci_low``,
-      ``m_ci_high``, ``m_p`` (the test against the baseline; NaN without one), ``m_p_adjusted``
-      (Holm over the column), ``m_bold``; a rate adds ``m_k``, other metrics ``m_p_better``.
-      ``attrs``: ``metrics``, ``stat``, ``baseline``, ``ablation``, ``group_keys``, ``shown_keys``
-      (the keys that vary), ``constants`` (key -> the value every run shares), ``compared_key``,
-      ``confidence``, ``alpha``, ``compared`` (metric -> rows in its Holm family),
-      ``not_averaged``, ``threshold`` (when every run shares one).
+      Columns: the group keys; ``group``; ``runs`` (all statuses); ``seeds`` (runs of the design);
+      ``excluded`` (the others) and ``excluded_note`` (e.g. ``"1 failed, 1 running"``);
+      ``is_baseline``; ``stratum`` (an index) and ``stratum_label``. Per metric ``m``: ``m`` (the
+      statistic, the rate k/n, or the Kaplan-Meier median), ``m_n`` (runs with a value),
+      ``m_ci_low``, ``m_ci_high``; ``m_k`` for a rate (events) and steps to threshold (runs that
+      reached it); ``m_imputed`` for a final return (runs given the declared return); and the
+      contrast: ``m_delta``, ``m_delta_low``, ``m_delta_high`` (NaN for steps to threshold),
+      ``m_p``, ``m_p_adjusted``, ``m_m`` (its family's size), ``m_confirmatory``, ``m_bold``
+      (``m_p_adjusted < alpha``). ``attrs``: ``metrics``, ``stat``, ``baseline``, ``ablation``,
+      ``group_keys``, ``shown_keys``, ``constants``, ``compared_key``, ``strata_keys``,
+      ``confidence``, ``alpha``, ``analysis``, ``rate_test``, ``m`` (metric -> stratum label ->
+      the exploratory family's size), ``confirmatory`` (``[{"group", "metric"}]``),
+      ``diverged_return`` (task -> the value used), ``excluded``, ``threshold``.
 
     Raises:
-      ConfigError: an unknown metric, statistic or baseline, or no averaged run in the folder.
+      ConfigError: an unknown metric, statistic, analysis, test, baseline or confirmatory
+        contrast; alpha outside (0, 1); no run of the design; a stratum whose baseline has no run;
+        unmatched seeds in a paired analysis; a diverged run whose task declares no return.
     """
     for name in metrics:
         if name not in METRICS:
             raise unknown_choice("metric", name, METRICS)
-    if stat not in STATS:
-        raise unknown_choice("statistic", stat, STATS)
     if not metrics:
         raise ConfigError(f"no metric chosen; choose from: {', '.join(METRICS)}")
+    check_choice("statistic", stat, tuple(STATS))
+    check_choice("analysis", analysis, ANALYSES)
+    check_choice("rate test", rate_test, RATE_TESTS)
+    alpha = _check_alpha(alpha)
     runs = results.runs
     if not runs["status"].isin(AVERAGED).any():
         raise ConfigError(
@@ -282,48 +365,66 @@ def summarize(
     base = _resolve_baseline(results, baseline, varying)
     compared = compared_key(varying, base)
     strata_keys = [k for k in varying if k != compared] if compared is not None else []
+    design, declared = _design(runs, metrics, diverged_return)
     groups = list(runs.groupby("group", sort=False))
-    averaged = {label: m[m["status"].isin(AVERAGED)] for label, m in groups}
-    rows, values, stratum_ids = [], [], {}
+    arms = {label: design[design["group"] == label] for label, _ in groups}
+    boot = {"n_resamples": n_resamples, "seed": seed}
+    options = {"analysis": analysis, "rate_test": rate_test, "stat": stat,
+               "confidence": confidence, **boot}  # fmt: skip
+    rows, stratum_ids = [], {}
     for label, members in groups:
-        finished = averaged[label]
+        runs_of_arm = arms[label]
         group = {k: members[k].iloc[0] for k in keys}
-        stratum = stratum_ids.setdefault(tuple(group[k] for k in strata_keys), len(stratum_ids))
-        row = {**group, "group": label, "runs": len(members), "seeds": len(finished)}
-        row["not_averaged"] = len(members) - len(finished)
-        row["not_averaged_note"] = status_note(members["status"])
+        stratum_label = group_label({k: group[k] for k in strata_keys})
+        stratum = stratum_ids.setdefault(stratum_label, len(stratum_ids))
+        row = {**group, "group": label, "runs": len(members), "seeds": len(runs_of_arm)}
+        row["excluded"] = len(members) - len(runs_of_arm)
+        row["excluded_note"] = status_note(members["status"])
         row["is_baseline"] = base is not None and group[base[0]] == base[1]
-        row["stratum"] = stratum
-        base_runs = None
-        if base is not None:
-            base_label = group_label({**group, base[0]: base[1]})
-            if base_label != label and base_label in averaged:
-                base_runs = averaged[base_label]
-        x = {name: finished[name].to_numpy(dtype=float) for name in metrics}
+        row.update(stratum=stratum, stratum_label=stratum_label)
         for name in metrics:
-            boot = {"n_resamples": n_resamples, "seed": seed}
-            row.update(_cells(name, x[name], stat=stat, confidence=confidence, **boot))
-            y = None if base_runs is None else base_runs[name].to_numpy(dtype=float)
-            row[f"{name}_p"] = float("nan") if y is None else _compare(name, x[name], y)
-            if not METRICS[name].rate:
-                direction = METRICS[name].higher_is_better
-                row[f"{name}_p_better"] = (
-                    probability_of_improvement(x[name], y, higher_is_better=direction)
-                    if y is not None and direction is not None
-                    else float("nan")
+            row.update(_cells(name, runs_of_arm, stat=stat, confidence=confidence, **boot))
+        if base is not None and not row["is_baseline"]:
+            base_label = group_label({**group, base[0]: base[1]})
+            if base_label not in arms or arms[base_label].empty:
+                choices = sorted({str(v) for v in design[base[0]]} - {base[1]})
+                raise ConfigError(
+                    f"baseline {base[0]}={base[1]} has no completed or diverged run in stratum "
+                    f"'{stratum_label}', so '{label}' has nothing to be contrasted with; pass "
+                    f"--baseline with one of: {', '.join(choices) or '(none)'}"
                 )
+            arm_runs, base_runs = runs_of_arm, arms[base_label]
+            if analysis == "paired":
+                where = f"'{stratum_label}': {group[base[0]]} vs {base[1]}"
+                arm_runs, base_runs = pair_by_seed(arm_runs, base_runs, where=where)
+            for name in metrics:
+                row.update(_contrast(name, arm_runs, base_runs, **options))
         rows.append(row)
-        values.append(x)
     table = pd.DataFrame(rows)
-    strata = [list(table.index[table["stratum"] == s]) for s in range(len(stratum_ids))]
-    compared_rows = {}
-    for name in metrics:
-        table[f"{name}_p_adjusted"] = holm(table[f"{name}_p"].to_numpy(dtype=float))
-        table[f"{name}_bold"] = _bold(table, dict(enumerate(values)), name, strata)
-        compared_rows[name] = int(table[f"{name}_p"].notna().sum())
     # the baseline row first within its stratum; strata in the folder's order
     table = table.sort_values(["stratum", "is_baseline"], ascending=[True, False], kind="stable")
     table = table.reset_index(drop=True)
+    cells = _confirmatory_rows(
+        table, confirmatory or [], compared=compared, keys=keys, metrics=metrics
+    )
+    sizes: dict[str, dict[str, int]] = {}
+    for name in metrics:
+        if f"{name}_p" not in table:
+            for suffix in ("delta", "delta_low", "delta_high", "p"):
+                table[f"{name}_{suffix}"] = np.nan
+        sure = {i for i, metric in cells if metric == name}
+        families = [("confirmatory", i) if i in sure else ("stratum", s)
+                    for i, s in enumerate(table["stratum"])]  # fmt: skip
+        adjusted, m = adjust(table[f"{name}_p"].to_numpy(dtype=float), families)
+        table[f"{name}_p_adjusted"], table[f"{name}_m"] = adjusted, m
+        table[f"{name}_confirmatory"] = [i in sure for i in range(len(table))]
+        table[f"{name}_bold"] = np.nan_to_num(adjusted, nan=1.0) < alpha
+        exploratory = table[~table[f"{name}_confirmatory"]]
+        sizes[name] = {
+            label: int(exploratory.loc[exploratory["stratum_label"] == label, f"{name}_p"]
+                       .notna().sum())
+            for label in stratum_ids
+        }  # fmt: skip
     constants = _constants(results)
     thresholds = runs["threshold"].dropna().unique()
     table.attrs.update(
@@ -335,10 +436,15 @@ def summarize(
         shown_keys=[k for k in keys if k not in constants],
         constants=constants,
         compared_key=compared,
+        strata_keys=strata_keys,
         confidence=confidence,
-        alpha=ALPHA,
-        compared=compared_rows,
-        not_averaged=status_note(runs["status"]),
+        alpha=alpha,
+        analysis=analysis,
+        rate_test=rate_test,
+        m=sizes,
+        confirmatory=[{"group": table.at[i, "group"], "metric": n} for i, n in cells],
+        diverged_return=declared,
+        excluded=status_note(runs["status"]),
         threshold=float(thresholds[0]) if len(thresholds) == 1 else None,
     )
     return table

@@ -1,0 +1,163 @@
+"""The caption of a table: what every column, interval, test and correction is, in plain text.
+
+The caption is part of the result: it names the runs that count (every run of the design, and the
+excluded ones), the rule for diverged runs' returns, the declared contrasts, their tests, the
+correction and its m per stratum, alpha, and the bold rule. Markdown puts it below the table;
+LaTeX into ``\\caption``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pandas as pd
+
+from experiments.metrics import COLLAPSE_FRACTION
+from experiments.report.tables import METRICS
+
+__all__ = ["table_caption"]
+
+STAT_LABEL = {"mean": "mean", "iqm": "IQM", "median": "median"}
+_RATE_MEANING = {
+    "failed": "unstable, or never reached the task's return threshold{threshold}",
+    "unstable": "diverged, or collapsed (final-window return fell "
+    f"≥ {COLLAPSE_FRACTION:.0%} of the return range below the run's best window)",
+    "diverged": "stopped by the divergence rule (non-finite or exploding loss)",
+    "collapsed": f"final-window return ≥ {COLLAPSE_FRACTION:.0%} of the return range below the "
+    "run's best window",
+    "reached_threshold": "evaluation return reached the task's threshold{threshold}",
+}
+_RATE_TEST = {"fisher": "Fisher's exact test", "barnard": "Barnard's exact test"}
+
+
+def _runs(table: pd.DataFrame) -> str:
+    a = table.attrs
+    seeds = table["seeds"].unique()
+    n = f"n = {seeds[0]} runs per group" if len(seeds) == 1 else "n: runs per group"
+    text = f"{n}, every completed or diverged run counted (intention to treat)"
+    total = int(table["excluded"].sum())
+    if total:
+        text += (
+            f"; {total} more excluded ({a['excluded']}): crashed, timed-out or unfinished runs "
+            "are not runs of the design and are never averaged (last column)"
+        )
+    return text + "."
+
+
+def _cells(table: pd.DataFrame, where: str) -> list[str]:
+    a = table.attrs
+    level = f"{round(100 * a['confidence'])}%"
+    kinds = {METRICS[m].kind for m in a["metrics"]}
+    threshold = f" ({a['threshold']:g})" if a.get("threshold") is not None else ""
+    parts = []
+    for name in a["metrics"]:
+        if METRICS[name].rate:
+            parts.append(
+                f"{METRICS[name].label}: {_RATE_MEANING[name].format(threshold=threshold)}."
+            )
+    if "rate" in kinds:
+        parts.append(f"Rates: k of n runs, exact Clopper–Pearson {level} CI {where}.")
+    if "time" in kinds:
+        parts.append(
+            f"Steps to threshold: Kaplan–Meier median over every run, a run that never reached "
+            f"the threshold{threshold} censored at its divergence or at the end of its training "
+            f"(n.r.: not reached by half the runs), Brookmeyer–Crowley {level} CI {where}."
+        )
+    if "value" in kinds:
+        parts.append(
+            f"Other columns: {STAT_LABEL[a['stat']]} over runs, {level} percentile-bootstrap CI "
+            f"{where} (n= where fewer runs had a value)."
+        )
+    itt = [m for m in a["metrics"] if METRICS[m].itt]
+    if itt:
+        declared = a["diverged_return"]
+        values = ", ".join(f"{task} {value:g}" for task, value in declared.items())
+        names = " and ".join(METRICS[m].label for m in itt)
+        parts.append(
+            f"{names[0].upper()}{names[1:]}: every run counts; a diverged run, or one without a "
+            "final return, counts as the mean return of its task's uniformly random policy, "
+            f"declared before the runs ({values or 'no run needed it'}; imputed: their count)."
+        )
+    return parts
+
+
+def _family_sizes(table: pd.DataFrame) -> str:
+    """``tuned m=2, stress m=2`` (with the columns whose m differs named)."""
+    a = table.attrs
+    out = []
+    for stratum in dict.fromkeys(table["stratum_label"]):
+        sizes = {name: a["m"][name][stratum] for name in a["metrics"]}
+        common = Counter(sizes.values()).most_common(1)[0][0]
+        odd = [f"{METRICS[n].label} m={m}" for n, m in sizes.items() if m != common]
+        text = f"m={common}" + (f" ({', '.join(odd)})" if odd else "")
+        out.append(text if stratum == "all" else f"{stratum}: {text}")
+    return "; ".join(out)
+
+
+def _contrasts(table: pd.DataFrame, *, stacked: bool) -> list[str]:
+    a = table.attrs
+    if a["baseline"] is None:
+        return ["No baseline: no contrast, no test, nothing bold."]
+    level = f"{round(100 * a['confidence'])}%"
+    strata = a["strata_keys"]
+    same = f" of the same {', '.join(strata)}" if strata else ""
+    kinds = {METRICS[m].kind for m in a["metrics"]}
+    stat = STAT_LABEL[a["stat"]]
+    paired = a["analysis"] == "paired"
+    parts = [
+        f"Contrasts: each {a['compared_key']} against {a['baseline']}{same}"
+        + (", runs paired by seed (paired analysis)." if paired else " (independent samples).")
+    ]
+    what = []
+    if "rate" in kinds:
+        what.append(
+            f"rates: mean paired difference with {level} paired-bootstrap CI, exact McNemar p"
+            if paired
+            else f"rates: risk difference with Newcombe hybrid-score {level} CI, "
+            f"two-sided {_RATE_TEST[a['rate_test']]}"
+        )
+    if "value" in kinds:
+        what.append(
+            f"other columns: {stat} of the paired differences with {level} paired-bootstrap CI, "
+            "Wilcoxon signed-rank p"
+            if paired
+            else f"other columns: difference of the {stat}s with {level} percentile-bootstrap CI "
+            "(each arm resampled), two-sided Mann–Whitney U"
+        )
+    if "time" in kinds:
+        what.append(
+            "steps to threshold: log-rank test" + (" (unpaired)" if paired else "") + ", no Δ"
+        )
+    parts.append(f"Δ: {a['compared_key']} minus baseline; " + "; ".join(what) + ".")
+    where = f"within each {', '.join(strata)}" if strata else "over the table"
+    below = " (below)" if stacked else ""
+    parts.append(
+        f"p_adj{below}: Holm-adjusted {where}, over that stratum's contrasts in the column "
+        f"({_family_sizes(table)})."
+    )
+    if a["confirmatory"]:
+        named = ", ".join(
+            f"{c['group']} on {METRICS[c['metric']].label}" for c in a["confirmatory"]
+        )
+        parts.append(
+            f"*: confirmatory, declared before the runs, tested alone (m=1): {named}; every other "
+            "contrast is exploratory."
+        )
+    parts.append(f"Bold: p_adj < α = {a['alpha']:g}, and nothing else.")
+    return parts
+
+
+def table_caption(table: pd.DataFrame, *, stacked: bool = False) -> str:
+    """What the table shows, the tests, the correction and the bold rule, in plain text.
+
+    Args:
+      table: from :func:`~experiments.report.tables.summarize`.
+      stacked: intervals sit below their values (LaTeX) rather than beside them (Markdown).
+    """
+    a = table.attrs
+    fixed = ", ".join(f"{k}={v}" for k, v in a["constants"].items())
+    parts = [f"{a['ablation'] or 'runs'}" + (f" ({fixed})" if fixed else "") + "."]
+    parts.append(_runs(table))
+    parts += _cells(table, "below" if stacked else "in brackets")
+    parts += _contrasts(table, stacked=stacked)
+    return " ".join(parts)
