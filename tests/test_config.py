@@ -100,9 +100,12 @@ def test_int_is_accepted_where_a_float_is_expected():
         (["muzero.network.widht=5"], r"unknown key muzero.network.widht; valid keys under muze"),
         (["muzero.q_form=exact"], r"unknown q_form 'exact'; choose one of: normalized, pseudo"),
         (["muzero.loss_scale=x"], r"unknown loss_scale 'x'; choose one of: none, pseudocode"),
+        (["muzero.optimizer=lbfgs"], r"unknown optimizer 'lbfgs'; choose one of: adam, momentum"),
+        (["regime=pseudocode", "muzero.momentum=2"], r"muzero.momentum=2.0 is invalid; expected"),
+        (["muzero.lr_decay_steps=0"], r"muzero.lr_decay_steps=0 is invalid; expected an integ"),
         (["muzero.network.normalisation=x"], r"unknown normalisation 'x'; choose one of: layer"),
         (["muzero.temperature_schedule=[[0,1],[5]]"], r"temperature_schedule=\[\[0, 1\], \[5\]"),
-        (["task=nope"], r"unknown task 'nope'; choose one of: cartpole, catch, gym"),
+        (["task=nope"], r"unknown task 'nope'; choose one of: asterix, breakout, cartpole"),
         (["regime=nope"], r"unknown regime 'nope'; choose one of: "),
         (["extra=1"], r"unknown key extra; valid keys at the top level: seed, task, muzero"),
         (["hydra/launcher=nosuch"], r"unknown hydra/launcher 'nosuch'; choose one of: basic"),
@@ -159,3 +162,27 @@ def test_regimes_change_what_they_say():
     large = _run(["regime=large_reward"])
     assert large.task.reward_scale == 100.0 and large.task.threshold == 90.0
     assert large.muzero.network.value_support_size is None  # sized from the scaled returns
+
+
+def test_regime_pseudocode_changes_the_optimizer_and_the_search_value_only():
+    import dataclasses as dc
+
+    tuned = _run(["regime=tuned"]).muzero
+    run = _run(["regime=pseudocode"]).muzero
+    assert (run.optimizer, run.momentum, run.weight_decay) == ("momentum", 0.9, 1e-4)
+    assert run.q_form == "pseudocode"
+    changed = {f.name for f in dc.fields(run) if getattr(run, f.name) != getattr(tuned, f.name)}
+    regime_keys = {"optimizer", "learning_rate", "lr_decay_rate", "lr_decay_steps", "q_form"}
+    assert changed <= regime_keys and {"optimizer", "q_form", "lr_decay_rate"} <= changed
+
+
+@pytest.mark.parametrize(
+    ("overrides", "steps"),
+    [([], 2500), (["task=cartpole"], 6000), (["muzero.training_steps=400"], 400)],
+)
+def test_regime_pseudocode_decays_a_tenth_every_35_percent_of_the_run(overrides, steps):
+    # The pseudocode's Atari schedule: x0.1 every 350e3 of its 1e6 steps. Per run:
+    # lr_decay_rate ** (0.35 T / T) = (0.1 ** (1 / 0.35)) ** 0.35 = 0.1.
+    muzero = _run(["regime=pseudocode", *overrides]).muzero
+    assert muzero.lr_decay_steps == steps
+    assert muzero.lr_decay_rate ** (0.35 * steps / muzero.lr_decay_steps) == pytest.approx(0.1)

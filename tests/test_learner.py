@@ -238,3 +238,56 @@ def test_freeze_refuses_unknown_or_repeated_networks():
         MuZeroConfig(freeze=["encoder"])
     with pytest.raises(ConfigError, match="names a network twice"):
         MuZeroConfig(freeze=["dynamics", "dynamics"])
+
+
+# Per-variable sums of the weights after 3 Adam updates of _learner(variant="none") on batches
+# 0, 1, 2, recorded from the code before the optimizers moved to experiments/muzero/optimizers.py
+# (commit 375c596); that code gave the weights sha256 89c91a76... bit for bit, as this one does.
+_ADAM_SUMS = [
+    3.2215664363466203,
+    0.012852282728999853,
+    -1.0472961533814669,
+    0.027667823247611523,
+    -0.41995827993378043,
+    0.07945995032787323,
+    -2.040422510355711,
+    -0.03150228038430214,
+    -0.3744853176176548,
+    -0.0841010119765997,
+    0.39171677827835083,
+    0.0781782679259777,
+    -0.08396999957039952,
+    -0.009392063599079847,
+    -0.5841539823450148,
+    -0.08654881827533245,
+]
+
+
+def test_adam_updates_are_those_recorded_before_the_optimizer_choice_grew():
+    learner = _learner(variant="none")
+    for seed in range(3):
+        metrics = learner.update(_batch(seed))
+    sums = [
+        float(np.sum(v.numpy(), dtype=np.float64)) for v in learner.networks.trainable_variables
+    ]
+    np.testing.assert_allclose(sums, _ADAM_SUMS, rtol=1e-5, atol=1e-6)
+    assert metrics["loss/total"] == pytest.approx(7.336489200592041, rel=1e-5)
+
+
+def test_momentum_optimizer_takes_the_pseudocode_step_in_the_learner():
+    # First update: the accumulator is the gradient itself, so w1 = w0 - lr * dLoss/dw at w0.
+    config = _config(jit_compile=False, optimizer="momentum", learning_rate=0.1)
+    nets = Networks(config.network, observation_size=5, num_actions=3, seed=1)
+    learner = Learner(
+        nets, config=config, variant=make_variant("none"), placement=get_placement("pseudocode")
+    )
+    batch = _batch()
+    before = [v.numpy().copy() for v in nets.trainable_variables]
+    with tf.GradientTape() as tape:
+        _, outputs = learner.unroll(batch.observations, batch.actions)
+        total = learner.losses(outputs, learner.batch_tensors(batch))["total"]
+    grads = tape.gradient(total, nets.trainable_variables)
+    learner.update(batch)
+    for w0, g, w1 in zip(before, grads, nets.trainable_variables, strict=True):
+        g = np.zeros_like(w0) if g is None else g.numpy()
+        np.testing.assert_allclose(w1.numpy(), w0 - 0.1 * g, rtol=1e-5, atol=1e-7)

@@ -26,7 +26,10 @@ __all__ = [
 
 SUPPORTS = ("categorical", "scalar")
 """Value/reward heads: categorical over h(x) with two-hot targets, or a scalar with MSE."""
-OPTIMIZERS = ("adam", "sgd")
+OPTIMIZERS = ("adam", "sgd", "momentum")
+"""The learner's update: Keras Adam, Keras SGD with momentum (``v = m v - lr g; w += v``), or the
+MuZero pseudocode's TF1 ``MomentumOptimizer`` (``a = m a + g; w -= lr a``); see
+:mod:`experiments.muzero.optimizers`."""
 NETWORKS = ("representation", "dynamics", "prediction")
 """MuZero's three networks, as ``muzero.freeze`` names them."""
 Q_FORMS = tuple(_Q_FORMS)
@@ -140,9 +143,10 @@ class MuZeroConfig:
         played, and a short memory keeps them fresh (catch learns ~2x faster at 5000 than 20000).
       optimizer: one of :data:`OPTIMIZERS`.
       learning_rate: initial learning rate.
-      lr_decay_rate: exponential decay factor reached every ``lr_decay_steps`` updates.
+      lr_decay_rate: the learning rate after ``step`` updates is ``learning_rate *
+        lr_decay_rate ** (step / lr_decay_steps)`` (continuous, as the pseudocode's).
       lr_decay_steps: see above.
-      momentum: SGD momentum (unused by Adam).
+      momentum: the momentum of ``sgd`` and ``momentum`` (unused by Adam).
       weight_decay: L2 coefficient c in ``c * sum(w**2) / 2`` over all weights.
       value_loss_weight: factor of the value loss (the paper uses 0.25 with Reanalyse).
       loss_scale: a name in :data:`~experiments.muzero.options.LOSS_SCALES`.

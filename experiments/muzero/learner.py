@@ -27,6 +27,10 @@ the published pseudocode (both its arXiv versions, ``update_weights`` and ``make
   and adds ``weight_decay * l2_loss(W)`` (= c/2 ||W||^2) once; gradlab averages them over the
   batch, so relative to the data term its L2 term weighs B (``batch_size``) times more: gradlab's
   ``weight_decay = c`` is the pseudocode's ``c * B`` (with the learning rate divided by B).
+  The mean is the paper's own form (its equation 1 writes the loss of one position plus
+  ``c ||W||^2``); ``regime=pseudocode`` keeps it (docs/optimizers.md).
+
+The optimizer and its decaying learning rate: :mod:`experiments.muzero.optimizers`.
 
 Diagnostics of each step are computed in the same graph: the global gradient norm before any
 clipping, the gradient norm per network, the norm of dLoss/dh_k at every depth (the gradient of
@@ -38,7 +42,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import keras
 import numpy as np
 import tensorflow as tf
 
@@ -46,22 +49,11 @@ from experiments.gradients import Placement, Variant
 from experiments.muzero.compiled_call import FlatCall
 from experiments.muzero.config import MuZeroConfig
 from experiments.muzero.networks import Networks
+from experiments.muzero.optimizers import make_optimizer
 from experiments.muzero.options import step_weights
 from experiments.muzero.replay import Batch
 
 __all__ = ["Learner", "make_optimizer", "step_weights"]
-
-
-def make_optimizer(config: MuZeroConfig, variant: Variant) -> keras.optimizers.Optimizer:
-    """Adam or SGD with momentum on an exponentially decaying learning rate; the variant's
-    optimizer keyword arguments (``clipnorm``, ``global_clipnorm``) passed straight through."""
-    schedule = keras.optimizers.schedules.ExponentialDecay(
-        config.learning_rate, decay_steps=config.lr_decay_steps, decay_rate=config.lr_decay_rate
-    )
-    kwargs = dict(variant.optimizer_kwargs)
-    if config.optimizer == "adam":
-        return keras.optimizers.Adam(learning_rate=schedule, **kwargs)
-    return keras.optimizers.SGD(learning_rate=schedule, momentum=config.momentum, **kwargs)
 
 
 class Learner:
