@@ -37,8 +37,20 @@ from matplotlib.lines import Line2D
 
 from experiments.report.bands import mean_band
 from experiments.report.curves import run_curves
+from experiments.report.drawing import (
+    GREY,
+    STATUS_COLOURS,
+    diverged_steps,
+    divergence_handle,
+    log_y,
+    mark_divergences,
+    panel_title,
+    plot_line,
+    variant_legend,
+    with_lines,
+)
 from experiments.report.itt import itt_matrix, random_return
-from experiments.report.layout import Layout, layout_of, panel_grid
+from experiments.report.layout import layout_of, panel_grid
 from experiments.report.profile import performance_profiles
 from experiments.report.results import AVERAGED, Results, load_curves
 from experiments.report.style import OKABE_ITO, STYLE, figure_legend, save_figure
@@ -54,72 +66,6 @@ __all__ = [
     "save_figure",
     "survivor_curves",
 ]
-
-_STATUS_COLOURS = {
-    "completed": "#009E73",
-    "diverged": "#D55E00",
-    "failed": "#777777",
-    "timeout": "#E69F00",
-    "running": "#56B4E9",
-}
-_GREY = "#555555"
-_MARKS = 5  # markers per line (identity in grey print), staggered across lines
-
-
-def _diverged_steps(runs: pd.DataFrame) -> pd.Series:
-    """Per run, its diverging step (NaN: did not diverge); a run diverged by its status but
-    without a recorded step counts as diverged after its last step."""
-    steps = pd.to_numeric(runs["diverged_step"], errors="coerce")
-    by_status = (runs["status"] == "diverged") & steps.isna()
-    fallback = pd.to_numeric(runs["steps"], errors="coerce").fillna(0) + 1
-    return steps.where(~by_status, fallback)
-
-
-def _plot_line(ax, x, mean, low, high, style: dict, *, order: int) -> None:
-    """The mean line with a few identity markers (staggered by ``order``) and its band."""
-    every = max(1, len(x) // _MARKS)
-    kw = {k: v for k, v in style.items() if k != "marker"}
-    ax.plot(x, mean, marker=style["marker"], markevery=(order * every // 7 % every, every),
-            markersize=3, **kw)  # fmt: skip
-    if np.isfinite(low).any():
-        ax.fill_between(x, low, high, alpha=0.18, color=style["color"], linewidth=0)
-
-
-def _mark_divergences(ax, x, mean, steps: np.ndarray, style: dict) -> None:
-    """An ``x`` on the line at each divergence step (the line's value there, interpolated)."""
-    steps = steps[np.isfinite(steps)]
-    if not len(steps) or not len(x):
-        return
-    at = np.clip(steps, x[0], x[-1])
-    y = np.interp(at, x, mean)
-    ax.plot(at, y, linestyle="none", marker="x", markersize=4, markeredgewidth=1.0,
-            color=style["color"], zorder=4)  # fmt: skip
-
-
-def _panel_title(ax, label: str, runs: pd.DataFrame) -> None:
-    """``label`` over ``n=5 each, 2 diverged`` (runs per line; diverged runs in the panel)."""
-    n = runs.groupby("_line").size()
-    each = f"n={n.iloc[0]} each" if n.nunique() == 1 else f"n={n.min()}-{n.max()} each"
-    detail = f"{each}, {int(_diverged_steps(runs).notna().sum())} diverged"
-    ax.set_title(f"{label}\n{detail}" if label else detail, loc="left")
-
-
-def _legend(fig: Figure, layout: Layout, extra: list[tuple[Line2D, str]]) -> None:
-    handles = [Line2D([], [], **layout.styles[v], markersize=3) for v in layout.values]
-    labels = list(layout.values)
-    for handle, label in extra:
-        handles.append(handle)
-        labels.append(label)
-    title = None if layout.line_key == "group" else layout.line_key
-    figure_legend(fig, handles, labels, title=title)
-
-
-def _divergence_handle() -> tuple[Line2D, str]:
-    return Line2D([], [], linestyle="none", marker="x", color=_GREY, markersize=4), "run diverged"
-
-
-def _with_lines(runs: pd.DataFrame, layout: Layout) -> pd.DataFrame:
-    return runs.assign(_line=runs[layout.line_key].astype(str))
 
 
 def return_curves(
@@ -149,14 +95,14 @@ def return_curves(
     """
     runs = results.averaged
     layout = layout_of(runs, results.group_keys)
-    panels = list(layout.panels(_with_lines(runs, layout)))
+    panels = list(layout.panels(with_lines(runs, layout)))
     evals = curves.dropna(subset=["eval/return"]) if "eval/return" in curves else curves
-    diverged = any(_diverged_steps(runs).notna())
+    diverged = any(diverged_steps(runs).notna())
     with mpl.rc_context(STYLE):
         fig, axes = panel_grid(len(panels))
         for ax, (label, panel) in zip(axes, panels, strict=False):
             for order, (value, members) in enumerate(layout.lines(panel)):
-                members = members.assign(diverged_step=_diverged_steps(members))
+                members = members.assign(diverged_step=diverged_steps(members))
                 fill = {
                     run.job: random_return(
                         run.task, reward_scale=_reward_scale(run.path), explicit=random_return_value
@@ -169,31 +115,31 @@ def return_curves(
                     continue
                 mean, low, high = mean_band(values, n_resamples=n_resamples, seed=seed)
                 style = layout.styles[value]
-                _plot_line(ax, steps, mean, low, high, style, order=order)
+                plot_line(ax, steps, mean, low, high, style, order=order)
                 ax.get_lines()[-1].set_label(value)
-                _mark_divergences(ax, steps, mean, members["diverged_step"].to_numpy(float), style)
-            _panel_title(ax, label, panel)
+                mark_divergences(ax, steps, mean, members["diverged_step"].to_numpy(float), style)
+            panel_title(ax, label, panel)
             if threshold is not None:
-                ax.axhline(threshold, color=_GREY, linestyle="--", linewidth=0.7)
+                ax.axhline(threshold, color=GREY, linestyle="--", linewidth=0.7)
             for level in sorted(set(_fills(runs, random_return_value)) if diverged else ()):
-                ax.axhline(level, color=_GREY, linestyle=":", linewidth=0.8)
+                ax.axhline(level, color=GREY, linestyle=":", linewidth=0.8)
             ax.set_xlabel("training step")
         for ax in axes[:: min(2, len(axes))]:
             ax.set_ylabel("evaluation return")
         extra = []
         if threshold is not None:
-            extra.append((Line2D([], [], color=_GREY, linestyle="--", linewidth=0.7), "threshold"))
+            extra.append((Line2D([], [], color=GREY, linestyle="--", linewidth=0.7), "threshold"))
         if diverged:
-            extra.append((Line2D([], [], color=_GREY, linestyle=":", linewidth=0.8),
+            extra.append((Line2D([], [], color=GREY, linestyle=":", linewidth=0.8),
                           "random policy (diverged runs)"))  # fmt: skip
-            extra.append(_divergence_handle())
-        _legend(fig, layout, extra)
+            extra.append(divergence_handle())
+        variant_legend(fig, layout, extra)
     return fig
 
 
 def _fills(runs: pd.DataFrame, explicit: float | None) -> list[float]:
     """The random-policy returns the diverged runs were held at."""
-    steps = _diverged_steps(runs)
+    steps = diverged_steps(runs)
     return [
         random_return(run.task, reward_scale=_reward_scale(run.path), explicit=explicit)
         for run, step in zip(runs.itertuples(), steps, strict=True)
@@ -269,7 +215,7 @@ def survivor_curves(
     """
     runs = results.averaged
     layout = layout_of(runs, results.group_keys)
-    panels = list(layout.panels(_with_lines(runs, layout)))
+    panels = list(layout.panels(with_lines(runs, layout)))
     binned = _binned(curves, key, n_bins=n_bins, log=log)
     with mpl.rc_context(STYLE):
         fig, axes = panel_grid(len(panels))
@@ -283,32 +229,18 @@ def survivor_curves(
                 if log:
                     mean, low, high = 10**mean, 10**low, 10**high
                 style = layout.styles[value]
-                _plot_line(ax, x, mean, low, high, style, order=order)
+                plot_line(ax, x, mean, low, high, style, order=order)
                 ax.get_lines()[-1].set_label(value)
-                _mark_divergences(ax, x, mean, _diverged_steps(members).to_numpy(float), style)
-            _panel_title(ax, label, panel)
+                mark_divergences(ax, x, mean, diverged_steps(members).to_numpy(float), style)
+            panel_title(ax, label, panel)
             if log:
-                _log_y(ax)
+                log_y(ax)
             ax.set_xlabel("training step")
         for ax in axes[:: min(2, len(axes))]:
             ax.set_ylabel(ylabel)
-        diverged = any(_diverged_steps(runs).notna())
-        _legend(fig, layout, [_divergence_handle()] if diverged else [])
+        diverged = any(diverged_steps(runs).notna())
+        variant_legend(fig, layout, [divergence_handle()] if diverged else [])
     return fig
-
-
-class _PlainLogFormatter(mpl.ticker.LogFormatter):
-    """Matplotlib's choice of which log ticks to label, written ``0.6``, ``2``, ``40``."""
-
-    def _num_to_string(self, x: float, vmin: float, vmax: float) -> str:
-        return f"{x:g}"
-
-
-def _log_y(ax) -> None:
-    """Log y axis; minor ticks labelled when the axis spans less than a decade."""
-    ax.set_yscale("log")
-    ax.yaxis.set_major_formatter(_PlainLogFormatter(labelOnlyBase=False))
-    ax.yaxis.set_minor_formatter(_PlainLogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.4)))
 
 
 def hidden_grad_by_depth(
@@ -327,7 +259,7 @@ def hidden_grad_by_depth(
     depths = np.array([int(c.rsplit("_", 1)[1]) for c in depth_keys])
     runs = results.averaged
     layout = layout_of(runs, results.group_keys)
-    panels = list(layout.panels(_with_lines(runs, layout)))
+    panels = list(layout.panels(with_lines(runs, layout)))
     finite = curves[depth_keys].where(np.isfinite(curves[depth_keys]) & (curves[depth_keys] > 0))
     per_run = finite.assign(job=curves["job"]).groupby("job")[depth_keys].median()
     with mpl.rc_context(STYLE):
@@ -339,16 +271,16 @@ def hidden_grad_by_depth(
                     continue
                 mean, low, high = mean_band(logs, n_resamples=n_resamples, seed=seed)
                 style = layout.styles[value]
-                _plot_line(ax, depths, 10**mean, 10**low, 10**high, style, order=order)
+                plot_line(ax, depths, 10**mean, 10**low, 10**high, style, order=order)
                 ax.get_lines()[-1].set_label(value)
-            _panel_title(ax, label, panel)
-            _log_y(ax)
+            panel_title(ax, label, panel)
+            log_y(ax)
             if len(depths):
                 ax.set_xticks(depths)
             ax.set_xlabel("unroll depth k")
         for ax in axes[:: min(2, len(axes))]:
             ax.set_ylabel(r"$\|\partial L / \partial h_k\|_2$")
-        _legend(fig, layout, [])
+        variant_legend(fig, layout, [])
     return fig
 
 
@@ -360,7 +292,7 @@ def divergence_counts(results: Results) -> Figure:
     """
     runs = results.runs
     layout = layout_of(runs, results.group_keys)
-    panels = list(layout.panels(_with_lines(runs, layout)))
+    panels = list(layout.panels(with_lines(runs, layout)))
     statuses = [s for s in STATUSES if s in set(runs["status"])]
     n_values = len(layout.values)
     with mpl.rc_context(STYLE):
@@ -372,7 +304,7 @@ def divergence_counts(results: Results) -> Figure:
             left = np.zeros(n_values)
             for status in statuses:
                 width = counts[status].to_numpy()
-                ax.barh(y, width, left=left, color=_STATUS_COLOURS[status], label=status,
+                ax.barh(y, width, left=left, color=STATUS_COLOURS[status], label=status,
                         height=0.65)  # fmt: skip
                 left += width
             for yi, value in zip(y, layout.values, strict=True):
@@ -387,7 +319,7 @@ def divergence_counts(results: Results) -> Figure:
             ax.set_xlabel("runs (seeds)")
             if label:
                 ax.set_title(label, loc="left")
-        handles = [mpl.patches.Patch(color=_STATUS_COLOURS[s]) for s in statuses]
+        handles = [mpl.patches.Patch(color=STATUS_COLOURS[s]) for s in statuses]
         figure_legend(fig, handles, statuses, title="status (k/n: diverged of finished runs)")
     return fig
 
