@@ -42,10 +42,26 @@ def _random_weights(num_actions: int, width: int, seed: int) -> dict[str, np.nda
     }
 
 
-def random_model(num_actions: int, width: int, seed: int, *, step_reward: float = 0.0):
+PRIORS = ("random", "coarse", "uniform")
+"""How a random model's policy logits are made: as drawn, floored to integers (many priors tie),
+or all 0 (uniform priors: every choice among unvisited children is a tie)."""
+
+
+def _shape_logits(logits, priors: str, floor, zeros_like):
+    if priors == "coarse":
+        return floor(logits)
+    if priors == "uniform":
+        return zeros_like(logits)
+    return logits
+
+
+def random_model(
+    num_actions: int, width: int, seed: int, *, step_reward: float = 0.0, priors: str = "random"
+):
     """A deterministic model whose row b depends on row b only, bit for bit (no BLAS).
 
-    ``step_reward`` adds ``step_reward * step`` to every reward (a model that sees the step).
+    ``step_reward`` adds ``step_reward * step`` to every reward (a model that sees the step);
+    ``priors`` is one of :data:`PRIORS`.
     """
     w = _random_weights(num_actions, width, seed)
 
@@ -59,7 +75,8 @@ def random_model(num_actions: int, width: int, seed: int, *, step_reward: float 
         nxt = np.tanh(matvec(hidden, w["mix"]) + w["embed"][action])
         reward = np.tanh((hidden * w["reward"][action]).sum(axis=1)) + step_reward * step
         value = 2.0 * np.tanh(matvec(nxt, w["value"][:, None])[:, 0])
-        return nxt, reward, value, matvec(nxt, w["logit"])
+        logits = _shape_logits(matvec(nxt, w["logit"]), priors, np.floor, np.zeros_like)
+        return nxt, reward, value, logits
 
     return fn
 
@@ -85,8 +102,11 @@ class RandomModelTF:
     Float64 arithmetic; the next hidden state has the dtype of the hidden state given.
     """
 
-    def __init__(self, num_actions: int, width: int, *, step_reward: float = 0.0) -> None:
+    def __init__(
+        self, num_actions: int, width: int, *, step_reward: float = 0.0, priors: str = "random"
+    ) -> None:
         self.num_actions, self.width, self.step_reward = num_actions, width, step_reward
+        self.priors = priors
         shapes = {k: v.shape for k, v in _random_weights(num_actions, width, 0).items()}
         self.w = {k: tf.Variable(tf.zeros(shape, tf.float64)) for k, shape in shapes.items()}
 
@@ -109,7 +129,8 @@ class RandomModelTF:
         reward = tf.tanh(tf.reduce_sum(h * tf.gather(w["reward"], action), axis=1))
         reward = reward + self.step_reward * tf.cast(step, tf.float64)
         value = 2.0 * tf.tanh(matvec(nxt, w["value"][:, None])[:, 0])
-        return tf.cast(nxt, hidden.dtype), reward, value, matvec(nxt, w["logit"])
+        logits = _shape_logits(matvec(nxt, w["logit"]), self.priors, tf.floor, tf.zeros_like)
+        return tf.cast(nxt, hidden.dtype), reward, value, logits
 
 
 def roots_initial_fn(hidden_size: int):

@@ -18,11 +18,14 @@ from _search_models import (
 
 from experiments.errors import ConfigError
 from experiments.muzero import _tree_tf
-from experiments.muzero.search import run_search, select_action
+from experiments.muzero._acting import select_action
+from experiments.muzero._tree import pick
+from experiments.muzero.qtransforms import Q_FORMS
+from experiments.muzero.reference_search import run_search
 from experiments.muzero.search_tf import CompiledSearch, draw_randomness
 from experiments.muzero.weights import WeightCopy
 
-FORMS = ("pseudocode", "normalized")
+FORMS = tuple(Q_FORMS)
 
 
 def _roots(hidden: np.ndarray, logits: np.ndarray) -> np.ndarray:
@@ -48,14 +51,18 @@ def _greedy(search: CompiledSearch, observations: np.ndarray, *, noise=None, fra
 # Hand numbers (the same as tests/test_search.py's).
 
 
-@pytest.mark.parametrize("q_form", FORMS)
-def test_two_armed_model_first_four_simulations_by_hand(q_form):
-    # See test_search.py: visits [1, 3], root value 1, Q of action 1 = 1 + 1/3, in both forms.
+@pytest.mark.parametrize(
+    ("q_form", "visits", "root_value", "q"),
+    [("normalized", [1, 3], 1.0, 1.0 + 1.0 / 3.0), ("pseudocode", [0, 4], 2.5, 2.5)],
+)
+def test_two_armed_model_first_four_simulations_by_hand(q_form, visits, root_value, q):
+    # See test_search.py's two hand computations: normalized expands action 0 first (the highest
+    # prior, lowest index), pseudocode action 1 (ties to the highest index) and never leaves it.
     search = _search(two_armed_tf, 1, 2, num_simulations=4, discount=1.0, q_form=q_form)
     out = _greedy(search, np.zeros((1, 3), np.float32))
-    np.testing.assert_array_equal(out.visit_counts, [[1, 3]])
-    assert out.root_value[0] == pytest.approx(1.0)
-    np.testing.assert_allclose(out.q_values, [[0.0, 1.0 + 1.0 / 3.0]])
+    np.testing.assert_array_equal(out.visit_counts, [visits])
+    assert out.root_value[0] == pytest.approx(root_value)
+    np.testing.assert_allclose(out.q_values, [[0.0, q]])
     assert out.actions.tolist() == [1] and out.actions.dtype == np.int64
     assert out.visit_counts.dtype == np.int64
 
@@ -118,6 +125,40 @@ def test_equals_the_numpy_search_on_the_random_fixed_models(q_form, jit_compile)
     assert search.traces == 1  # new weights, same graph
 
 
+@pytest.mark.parametrize("priors", ["uniform", "coarse"])
+@pytest.mark.parametrize("q_form", FORMS)
+def test_equals_the_numpy_search_with_tied_priors(q_form, priors):
+    """Visit for visit on 4 x 8 random trees whose priors tie (uniform, or floored logits), with
+    and without root noise: both searches break every tie by the form's rule."""
+    num_actions, width, batch, sims = 4, 3, 8, 12
+    model = RandomModelTF(num_actions, width, priors=priors)
+    search = _search(model, width, num_actions, num_simulations=sims, discount=0.9, q_form=q_form)
+    patterns = set()
+    for seed in range(4):
+        model.load(seed)
+        rng = np.random.default_rng(seed)
+        logits = np.floor(rng.normal(size=(batch, num_actions)) * 2.0)
+        if priors == "uniform":
+            logits[:] = 0.0
+        observations = _roots(rng.normal(size=(batch, width)), logits)
+        fraction = 0.25 * (seed % 2)
+        noise = np.random.default_rng(seed).dirichlet(np.full(num_actions, 0.25), size=batch)
+        out = search(
+            observations, noise=noise, noise_fraction=fraction, temperature=0.0,
+            uniforms=np.full((batch, num_actions), 0.5),
+        )  # fmt: skip
+        reference = run_search(
+            observations[:, :width], np.zeros(batch), observations[:, width:],
+            random_model(num_actions, width, seed, priors=priors), num_simulations=sims,
+            discount=0.9, rng=np.random.default_rng(seed), dirichlet_fraction=fraction,
+            q_form=q_form,
+        )  # fmt: skip
+        np.testing.assert_array_equal(out.visit_counts, reference.visit_counts)
+        np.testing.assert_allclose(out.root_value, reference.root_value, rtol=1e-9)
+        patterns |= {tuple(v) for v in reference.visit_counts}
+    assert len(patterns) > 4  # the trees really differ
+
+
 def _keras_search(obs_size, num_actions, sims, **kwargs):
     """Small random Keras networks, their recurrent callback, and a compiled search on them."""
     nets = random_networks(observation_size=obs_size, num_actions=num_actions)
@@ -141,7 +182,7 @@ def test_agreement_with_the_numpy_search_on_random_keras_networks(q_form):
     them into its graph, where XLA may fuse and round differently (float32), and the tree's
     float64 sums may differ in the last bit (XLA fuses multiply-adds): trees could then part on a
     near-tie. Measured here: 480 of 480 agree in each q form (3200 of 3200 over 200 networks),
-    root values within 3e-14.
+    root values within 3e-14; 480 of 480 again for ``pseudocode`` with its own tie rule.
     """
     obs_size, num_actions, batch, sims = 10, 4, 16, 25
     nets, recurrent, search = _keras_search(obs_size, num_actions, sims, q_form=q_form)
@@ -254,6 +295,16 @@ def test_argmax_first_breaks_ties_low_and_takes_nan_as_the_maximum():
     x = tf.constant([[1.0, 3.0, 3.0], [2.0, np.nan, np.nan], [-np.inf, -np.inf, -np.inf]])
     assert _tree_tf.argmax_first(x).numpy().tolist() == [1, 1, 0]
     assert np.argmax(x.numpy(), axis=1).tolist() == [1, 1, 0]
+
+
+def test_argmax_last_breaks_ties_high_as_the_numpy_tree():
+    # Row 0: maxima at 1 and 2 -> 2; row 1: NaNs at 1 and 2 -> the last, 2; row 2: all -inf -> 2;
+    # row 3: one maximum at 0 -> 0.
+    rows = [[1.0, 3.0, 3.0], [2.0, np.nan, np.nan], [-np.inf] * 3, [5.0, 1.0, 1.0]]
+    x = tf.constant(rows)
+    assert _tree_tf.argmax_last(x).numpy().tolist() == [2, 2, 2, 0]
+    assert pick(np.array(rows), "highest").tolist() == [2, 2, 2, 0]
+    assert pick(np.array(rows), "lowest").tolist() == [1, 1, 0, 0]
 
 
 def test_non_finite_model_outputs_do_not_crash():

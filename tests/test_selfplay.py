@@ -13,8 +13,8 @@ from experiments.errors import ConfigError
 from experiments.gradients import PLACEMENTS, get_placement, make_variant
 from experiments.muzero.config import MuZeroConfig, NetworkConfig
 from experiments.muzero.networks import Networks
+from experiments.muzero.reference_search import run_search
 from experiments.muzero.replay import ReplayBuffer
-from experiments.muzero.search import run_search
 from experiments.muzero.selfplay import Inference, SelfPlay, act, evaluate
 from experiments.tasks import CatchEnv
 

@@ -6,7 +6,7 @@ All three search the same B random boards with the same networks (compiled with 
   graph that runs the initial inference, all simulations of all B trees and the action choice
   (its host-side draws included). It does a little more work than the other two, which start
   from roots computed beforehand and pick no action;
-* batched: :func:`~experiments.muzero.search.run_search` on the B roots, with the compiled
+* batched: :func:`~experiments.muzero.reference_search.run_search` on the B roots, with the compiled
   :class:`~experiments.muzero.selfplay.Inference` ``recurrent`` as the model (one model call per
   simulation for all B trees);
 * one at a time: the same roots as single-root searches (one model call per simulation per
@@ -25,7 +25,7 @@ from collections.abc import Callable
 import numpy as np
 
 from experiments.muzero.networks import Networks
-from experiments.muzero.search import run_search
+from experiments.muzero.reference_search import run_search
 from experiments.muzero.search_tf import CompiledSearch
 from experiments.muzero.selfplay import Inference
 

@@ -1,17 +1,16 @@
-"""The array tree behind :func:`experiments.muzero.search.run_search` (private).
+"""The array tree behind :func:`experiments.muzero.reference_search.run_search` (private).
 
 B trees, each of ``N = num_simulations + 1`` nodes, live in flat arrays: node ``n`` of tree ``b``
 is row ``b * N + n`` (node 0 the root, node ``s + 1`` the leaf added by simulation ``s``). Rows
-``B * N + b`` are tree ``b``'s "no child yet" node (0 visits, Q pinned to the tree's min-max
-offset and reward 0, so its value score is exactly 0), and the last row is a scratch node that
-absorbs the writes of paths shorter than the longest one (its value sum is NaN, so it never
-enters MinMaxStats). Per node we keep what selection reads, already in the form it needs:
-``explore_prior = (log((N + c2 + 1) / c2) + c1) * sqrt(N) * prior``, ``inv_visits = 1 / (N + 1)``
-and ``q``, the quantity MinMaxStats sees: ``reward + discount * value_sum / N`` (q form
-``normalized``) or ``value_sum / N`` (q form ``pseudocode``); they are refreshed in the backup, once
-per simulation, so a selection step costs about ten NumPy calls whatever B is. (The pUCT score is
+``B * N + b`` are tree ``b``'s "no child yet" node (0 visits, value score masked to 0), and the
+last row is a scratch node that absorbs the writes of paths shorter than the longest one (its
+value sum is NaN, so it never enters MinMaxStats). Per node we keep what selection reads, already
+in the form it needs: ``explore_prior = (log((N + c2 + 1) / c2) + c1) * sqrt(N) * prior``,
+``inv_visits = 1 / (N + 1)`` and ``q``, the quantity MinMaxStats sees (the q form's
+``node_q(reward, value_sum / N, discount)``); they are refreshed in the backup, once per
+simulation, so a selection step costs about a dozen NumPy calls whatever B is. (The pUCT score is
 thus computed in a different but equivalent order from the pseudocode's: equal up to float
-rounding.)
+rounding.) Which action wins among equal scores is the q form's ``ties``.
 
 Per simulation: selection (a Python loop over depth; a tree that has found its leaf steps into
 its null node and stays there), one ``recurrent_fn`` call (``step`` = the leaf's depth, i.e. the
@@ -27,6 +26,7 @@ from collections.abc import Callable
 import numpy as np
 
 from experiments.errors import ConfigError
+from experiments.muzero.qtransforms import QForm
 
 RecurrentFn = Callable[
     [np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -62,6 +62,15 @@ def min_max_params(q_min: np.ndarray, q_max: np.ndarray) -> tuple[np.ndarray, np
     return lo, np.where(valid, q_max - lo, 1.0)
 
 
+def pick(score: np.ndarray, ties: str) -> np.ndarray:
+    """``[B, K] -> [B]`` the index of each row's maximum: among equal maxima the lowest index
+    (``ties="lowest"``, ``np.argmax``) or the highest (``"highest"``, the pseudocode's ``max`` over
+    ``(score, action, child)`` tuples). A NaN counts as the maximum (the first NaN, or the last)."""
+    if ties == "lowest":
+        return score.argmax(axis=1)
+    return score.shape[1] - 1 - score[:, ::-1].argmax(axis=1)
+
+
 def softmax(logits: np.ndarray) -> np.ndarray:
     """[B, A] -> [B, A] float64 probabilities (max-shifted for stability)."""
     logits = np.asarray(logits, np.float64)
@@ -78,7 +87,7 @@ def search_trees(
     discount: float,
     pb_c_base: float,
     pb_c_init: float,
-    q_form: str,
+    q_form: QForm,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Runs the simulations on validated inputs.
 
@@ -90,7 +99,7 @@ def search_trees(
       discount: in [0, 1].
       pb_c_base: c2, > 0.
       pb_c_init: c1, >= 0.
-      q_form: one of :data:`Q_FORMS`.
+      q_form: the value form (what MinMaxStats sees, value scores, ties).
 
     Returns:
       visit_counts [B, A] int64, root_value [B] float64, q_values [B, A] float64 (0 unvisited).
@@ -98,7 +107,6 @@ def search_trees(
     Raises:
       ConfigError: ``recurrent_fn`` returned arrays of the wrong shapes.
     """
-    pseudocode = q_form == "pseudocode"
     batch, width = root_hidden.shape
     num_actions = root_prior.shape[1]
     n_nodes = num_simulations + 1
@@ -117,7 +125,7 @@ def search_trees(
     visits = np.zeros(total, dtype=np.intp)  # [T]
     value_sum = np.zeros(total)  # [T]
     reward = np.zeros(total)  # [T] reward of the transition into the node (root, nulls: 0)
-    q_node = np.zeros(total)  # [T] what MinMaxStats sees (see q_form); nulls: min-max lo
+    q_node = np.zeros(total)  # [T] what MinMaxStats sees: q_form.node_q
     inv_visits = np.ones(total)  # [T] 1 / (visits + 1)
     hidden = np.empty((n_real, width), dtype=root_hidden.dtype)  # [B*N, H]
     value_sum[scratch] = np.nan
@@ -127,8 +135,10 @@ def search_trees(
     inv_table = 1.0 / (counts + 1.0)
     hidden[roots] = root_hidden
     prior[roots] = root_prior
-    # Simulation 0: the root has 0 visits, every score is 0; expand the most probable action.
-    first_action = np.argmax(root_prior, axis=1)
+    # Simulation 0: the root has 0 visits and every score is 0: the form says whether its prior
+    # ranks the children ("prior") or the all-zero scores do, the tie rule choosing ("score").
+    fresh = root_prior if q_form.fresh == "prior" else np.zeros_like(root_prior)
+    first_action = pick(fresh, q_form.ties)
 
     q_min = np.full(batch, np.inf)
     q_max = np.full(batch, -np.inf)
@@ -139,20 +149,18 @@ def search_trees(
             path, actions = [roots, nulls], [first_action]
         else:
             # Selection, all trees a level at a time. A tree whose choice has no child yet steps
-            # into its null node, which selects action 0 back into itself (score 0 everywhere).
+            # into its null node, whose every action leads back into itself.
             node = roots
             path, actions = [roots], []
             while True:
                 child = children.take(node, axis=0)  # [B, A]
                 score = explore_prior.take(node, axis=0) * inv_visits[child]
-                value_score = q_node[child]  # a fresh [B, A] array: update it in place
-                value_score -= lo2
-                value_score /= rg2
-                if pseudocode:  # reward + discount * normalize(value); 0 for nulls
-                    value_score *= discount
-                    value_score += reward[child]
-                score += value_score
-                action = score.argmax(axis=1)  # ties: lowest index
+                normalized = q_node[child]  # a fresh [B, A] array: update it in place
+                normalized -= lo2
+                normalized /= rg2
+                value_score = q_form.value_score(normalized, reward[child], discount)
+                score += np.where(child < n_real, value_score, 0.0)  # unvisited: 0
+                action = pick(score, q_form.ties)
                 node = child[rows, action]
                 path.append(node)
                 actions.append(action)
@@ -202,7 +210,7 @@ def search_trees(
         new_visits = visits[path_ids] + 1
         visits[path_ids] = new_visits
         value = new_sum / new_visits  # node.value(); scratch: NaN
-        q = value if pseudocode else path_reward + discount * value
+        q = q_form.node_q(path_reward, value, discount)
         q_node[path_ids] = q
         flat_ids = path_ids.ravel()
         explore_prior[flat_ids] = explore_table[new_visits.ravel()] * prior.take(flat_ids, axis=0)
@@ -210,7 +218,6 @@ def search_trees(
         q_min = np.fmin(q_min, np.fmin.reduce(q, axis=0))
         q_max = np.fmax(q_max, np.fmax.reduce(q, axis=0))
         lo, rg = min_max_params(q_min, q_max)
-        q_node[nulls] = lo
         lo2, rg2 = lo[:, None], rg[:, None]
 
     root_children = children[roots]  # [B, A]

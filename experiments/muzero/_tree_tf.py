@@ -4,9 +4,10 @@ B trees of ``N = num_simulations + 1`` nodes are tensors ``[B, N]`` (``[B, N, A]
 ``[B, N, H]`` hidden states), node 0 the root and node ``s + 1`` the leaf added by simulation ``s``,
 as in :mod:`experiments.muzero._tree` and google-deepmind/mctx. Tree statistics are float64, as in
 the NumPy tree, and every score is computed in the NumPy tree's order of operations (the same
-products, sums and quotients, the exploration weights from the same host-computed table), so the
-two searches agree bit for bit wherever the model's outputs do. Ties go to the lowest index
-(:func:`argmax_first`, NumPy's rule; ``tf.argmax`` does not promise one).
+products, sums and quotients, the exploration weights from the same host-computed table, the same
+:class:`~experiments.muzero.qtransforms.QForm` functions), so the two searches agree bit for bit
+wherever the model's outputs do. Ties follow the form's rule, as NumPy's: :func:`argmax_first`
+(``np.argmax``) or :func:`argmax_last` (``tf.argmax`` promises neither).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from experiments.muzero._tree import exploration_weight
+from experiments.muzero.qtransforms import QForm
 
 F64 = tf.float64
 
@@ -70,6 +72,17 @@ def argmax_first(x: tf.Tensor) -> tf.Tensor:
     return tf.reduce_min(index, axis=1)
 
 
+def argmax_last(x: tf.Tensor) -> tf.Tensor:
+    """The highest index of each row's maximum of [B, K] (the last NaN if any): ``[B]`` int32."""
+    width = tf.shape(x)[1]
+    return width - 1 - argmax_first(tf.reverse(x, axis=[1]))
+
+
+def _pick(score: tf.Tensor, ties: str) -> tf.Tensor:
+    """:func:`experiments.muzero._tree.pick` in the graph."""
+    return argmax_first(score) if ties == "lowest" else argmax_last(score)
+
+
 def _rows_at(node: tf.Tensor) -> tf.Tensor:
     """[B] node ids -> [B, 2] indices ``(b, node_b)`` for gather_nd / scatter."""
     return tf.stack([tf.range(tf.shape(node)[0], dtype=node.dtype), node], axis=1)
@@ -111,7 +124,7 @@ class Constants:
     explore: tf.Tensor  # [S + 2] float64, exploration_weight(n) for n = 0..S+1
     inverse: tf.Tensor  # [S + 2] float64, 1 / (n + 1)
     discount: float
-    pseudocode: bool  # q form "pseudocode" (else "normalized")
+    form: QForm  # the value form: node_q, value_score, ties, fresh
 
     @classmethod
     def make(
@@ -121,7 +134,7 @@ class Constants:
         discount: float,
         pb_c_base: float,
         pb_c_init: float,
-        q_form: str,
+        q_form: QForm,
     ) -> Constants:
         """The tables for ``num_simulations`` simulations (visit counts 0 .. S + 1)."""
         counts = np.arange(num_simulations + 2)
@@ -129,7 +142,7 @@ class Constants:
             explore=tf.constant(exploration_weight(counts, pb_c_base, pb_c_init), F64),
             inverse=tf.constant(1.0 / (counts + 1.0), F64),
             discount=float(discount),
-            pseudocode=q_form == "pseudocode",
+            form=q_form,
         )
 
 
@@ -142,7 +155,8 @@ def _min_max(tree: Tree) -> tuple[tf.Tensor, tf.Tensor]:
 
 
 def scores(tree: Tree, node: tf.Tensor, c: Constants) -> tuple[tf.Tensor, tf.Tensor]:
-    """pUCT scores of the children of ``node`` [B]; a node with 0 visits scores by prior.
+    """pUCT scores of the children of ``node`` [B]; a node with 0 visits scores by prior in a form
+    whose ``fresh`` is ``"prior"`` (its scores are all 0 otherwise).
 
     Returns:
       ``(scores [B, A] float64, children [B, A] int32)``.
@@ -158,11 +172,13 @@ def scores(tree: Tree, node: tf.Tensor, c: Constants) -> tuple[tf.Tensor, tf.Ten
     score = tf.gather(c.explore, node_visits)[:, None] * prior
     score = score * tf.gather(c.inverse, kid_visits)
     lo, rg = _min_max(tree)
-    value_score = (tf.gather(tree.q, safe, batch_dims=1) - lo) / rg
-    if c.pseudocode:  # reward + discount * normalize(value)
-        value_score = value_score * c.discount + tf.gather(tree.reward, safe, batch_dims=1)
+    normalized = (tf.gather(tree.q, safe, batch_dims=1) - lo) / rg
+    kid_reward = tf.gather(tree.reward, safe, batch_dims=1)
+    value_score = c.form.value_score(normalized, kid_reward, c.discount)
     score = score + tf.where(kid_visits > 0, value_score, 0.0)
-    return tf.where((node_visits == 0)[:, None], prior, score), kids
+    if c.form.fresh == "prior":
+        score = tf.where((node_visits == 0)[:, None], prior, score)
+    return score, kids
 
 
 def select(tree: Tree, c: Constants) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
@@ -181,7 +197,7 @@ def select(tree: Tree, c: Constants) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
 
     def body(node, depth, done, action):
         score, kids = scores(tree, node, c)
-        choice = argmax_first(score)
+        choice = _pick(score, c.form.ties)
         child = tf.gather(kids, choice, batch_dims=1)
         going = tf.logical_and(tf.logical_not(done), child >= 0)
         action = tf.where(done, action, choice)
@@ -223,7 +239,7 @@ def backup(tree: Tree, leaf: tf.Tensor, leaf_value: tf.Tensor, c: Constants) -> 
     """The pseudocode's ``backpropagate`` from node ``leaf`` (scalar id) to every root.
 
     ``value_sum += value; visits += 1; MinMaxStats.update(q); value = reward + discount * value``
-    leaf first; q is ``value()`` (pseudocode) or ``reward + discount * value()`` (normalized).
+    leaf first; q is the form's ``node_q(reward, value(), discount)``.
     NaN never enters MinMaxStats (``np.fmin`` / ``np.fmax`` in the NumPy tree).
     """
     batch = tf.shape(leaf_value)[0]
@@ -241,7 +257,7 @@ def backup(tree: Tree, leaf: tf.Tensor, leaf_value: tf.Tensor, c: Constants) -> 
         new_sum = old_sum + value
         new_visits = old_visits + 1
         mean = new_sum / tf.cast(new_visits, F64)
-        new_q = mean if c.pseudocode else reward + c.discount * mean
+        new_q = c.form.node_q(reward, mean, c.discount)
         value_sum = tf.tensor_scatter_nd_update(value_sum, at, tf.where(active, new_sum, old_sum))
         visits = tf.tensor_scatter_nd_update(visits, at, tf.where(active, new_visits, old_visits))
         q = tf.tensor_scatter_nd_update(q, at, tf.where(active, new_q, old_q))

@@ -1,7 +1,8 @@
 """Registries of the MuZero job's named options: per-step loss scales, hidden-state
-normalisations and the search's value forms, in the style of :mod:`experiments.variants`
-(importable without TensorFlow; a normalisation's builder imports Keras only when a network is
-built).
+normalisations and the search's value forms (defined as functions in
+:mod:`experiments.muzero.qtransforms`, re-exported here), in the style of
+:mod:`experiments.variants` (importable without TensorFlow; a normalisation's builder imports Keras
+only when a network is built).
 
 Adding one is one entry here plus one test.
 """
@@ -14,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from experiments.muzero.qtransforms import Q_FORMS, QForm
 from experiments.registry import Registry
 
 __all__ = [
@@ -120,28 +122,3 @@ NORMALISATIONS: Registry[Normalisation] = Registry(
     ],
 )  # fmt: skip
 """Hidden-state normalisations by name."""
-
-
-@dataclasses.dataclass(frozen=True)
-class QForm:
-    """A form of the search's value score of a child (the search implements each by name).
-
-    Attributes:
-      name: registry name (``muzero.q_form=<name>``).
-      summary: one line, with its source.
-    """
-
-    name: str
-    summary: str
-
-
-Q_FORMS: Registry[QForm] = Registry(
-    "q_form",
-    [
-        QForm("pseudocode", "reward + discount * normalize(value), MinMaxStats fed node values "
-              "(the published pseudocode: ucb_score, backpropagate)"),
-        QForm("normalized", "normalize(reward + discount * value), MinMaxStats fed those "
-              "(muzero-general, EfficientZero)"),
-    ],
-)  # fmt: skip
-"""The search's value score forms by name."""

@@ -1,7 +1,8 @@
 """The whole MuZero move as one compiled TensorFlow graph: initial inference, search, action.
 
-:func:`experiments.muzero.search.run_search` (NumPy trees, one compiled model call per simulation)
-is the reference; this module runs the same algorithm, with the same tie rules and both q forms,
+:func:`experiments.muzero.reference_search.run_search` (NumPy trees, one model call per simulation)
+is the reference; this module runs the same algorithm, with the same q forms and tie rules (one
+:class:`~experiments.muzero.qtransforms.QForm` read by both),
 inside ONE ``tf.function`` call per self-play move (XLA with ``jit_compile=True``): the trees are
 tensors ``[B, N]`` (:mod:`~experiments.muzero._tree_tf`), the simulations a ``tf.while_loop``, the
 descent and the backup inner ``tf.while_loop`` s, as google-deepmind/mctx does in JAX. Python and
@@ -38,12 +39,12 @@ from experiments.muzero import _tree_tf
 from experiments.muzero._checks import (
     check_count,
     check_positive,
-    check_q_form,
     check_temperature,
     check_unit,
 )
 from experiments.muzero._tree_tf import RecurrentFnTF
 from experiments.muzero.compiled_call import FlatCall
+from experiments.muzero.qtransforms import QForm, resolve
 from experiments.muzero.weights import WeightCopy
 
 __all__ = [
@@ -120,7 +121,7 @@ class CompiledSearch:
         discount: float,
         pb_c_base: float = 19652.0,
         pb_c_init: float = 1.25,
-        q_form: str = "pseudocode",
+        q_form: str | QForm = "pseudocode",
         jit_compile: bool = True,
     ) -> None:
         """Builds (but does not trace) the search.
@@ -133,7 +134,8 @@ class CompiledSearch:
           discount: in [0, 1].
           pb_c_base: c2 of pUCT, > 0.
           pb_c_init: c1 of pUCT, >= 0.
-          q_form: ``"pseudocode"`` or ``"normalized"``, see :mod:`experiments.muzero.search`.
+          q_form: a :class:`~experiments.muzero.qtransforms.QForm` or its name (``"pseudocode"``,
+            ``"normalized"``), see :mod:`experiments.muzero.qtransforms`.
           jit_compile: compile the graph with XLA.
 
         Raises:
@@ -142,7 +144,7 @@ class CompiledSearch:
         self.num_actions = check_count("num_actions", num_actions)
         self.num_simulations = check_count("num_simulations", num_simulations)
         self.discount = check_unit("discount", discount)
-        self.q_form = check_q_form(q_form)
+        self.q_form = resolve(q_form)
         self._initial_fn = initial_fn
         self._recurrent_fn = recurrent_fn
         self._constants = _tree_tf.Constants.make(
