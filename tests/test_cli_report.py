@@ -34,27 +34,63 @@ def folder(tmp_path):
     return root
 
 
+def _header(stdout: str) -> list[str]:
+    return [c.strip() for c in stdout.splitlines()[0].strip("|").split("|")]
+
+
 def test_table_markdown(folder):
     result = runner.invoke(app, ["table", str(folder), "-m", "final_return"])
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("| variant") and "final return" in lines[0]
+    assert _header(result.stdout) == [
+        "variant", "final return ↑", "final return Δ", "final return p_adj", "excluded"
+    ]  # fmt: skip
     assert lines[2].startswith("| none ") and "0.300 [" in lines[2]  # mean of 0.2, 0.4
-    assert "0.700 [" in lines[3] and "**" not in lines[3]  # 2 seeds vs 2: p = 1/3, no bold
-    assert "1 running" in lines[3]
-    result = runner.invoke(app, ["table", str(folder), "-m", "final_return", "--p-better"])
-    assert "P(better)" in result.stdout.splitlines()[0]
-    assert result.stdout.splitlines()[3].split("|")[3].strip() == "1.00"  # 4 pairs of 4
+    # sg 0.5, 0.9 (mean 0.7) vs none 0.2, 0.4: Δ +0.4; Mann-Whitney, both sg above both none:
+    # exact two-sided p = 2 / C(4, 2) = 1/3; m = 1: p_adj 0.33 >= 0.05, so not bold
+    sg = [c.strip() for c in lines[3].strip("|").split("|")]
+    assert sg[1].startswith("0.700 [") and sg[2].startswith("+0.400 [") and sg[3] == "0.33"
+    assert "**" not in lines[3] and sg[4] == "1 running"
+    # alpha 0.5: the same p is now below it, and the cell is bold
+    result = runner.invoke(app, ["table", str(folder), "-m", "final_return", "--alpha", "0.5"])
+    assert "**0.700**" in result.stdout and "α = 0.5" in result.stdout
 
 
 def test_table_default_columns(folder):
     result = runner.invoke(app, ["table", str(folder)])
     assert result.exit_code == 0, result.output
-    header = [c.strip() for c in result.stdout.splitlines()[0].strip("|").split("|")]
-    assert header == ["variant", "unstable ↓", "p", "final return ↑", "steps to threshold ↓",
-                      "grad norm p99 ↓", "hidden norm K/0", "not averaged"]  # fmt: skip
-    assert "0/2 [0.00, 0.84]" in result.stdout  # recomputed from metrics.jsonl: no collapse
+    assert _header(result.stdout) == [
+        "variant",
+        "failed ↓", "failed Δ", "failed p_adj",
+        "unstable ↓", "unstable Δ", "unstable p_adj",
+        "final return ↑", "final return Δ", "final return p_adj",
+        "steps to threshold ↓", "steps to threshold p_adj",
+        "grad norm p99 ↓", "grad norm p99 Δ", "grad norm p99 p_adj",
+        "hidden norm K/0", "hidden norm K/0 Δ", "hidden norm K/0 p_adj",
+        "excluded",
+    ]  # fmt: skip
+    # recomputed from metrics.jsonl: no collapse; none never reaches 0.9 (returns 0.2 t/4 and
+    # 0.4 t/4), sg's 0.9 run does at step 4: failed none 2/2, sg 1/2
+    lines = result.stdout.splitlines()
+    assert "0/2 [0.00, 0.84]" in lines[2] and "2/2 [0.16, 1.00]" in lines[2]
+    assert "1/2 [0.01, 0.99]" in lines[3]
     assert "Fisher's exact test" in result.stdout and "Holm" in result.stdout
+
+
+def test_table_analysis_and_rate_test(folder):
+    result = runner.invoke(app, ["table", str(folder), "-m", "failed", "--analysis", "paired"])
+    assert result.exit_code == 0, result.output
+    assert "exact McNemar p" in result.stdout
+    result = runner.invoke(app, ["table", str(folder), "-m", "failed", "--rate-test", "barnard"])
+    assert result.exit_code == 0 and "Barnard's exact test" in result.stdout
+
+
+def test_table_help_describes_the_rules():
+    text = " ".join(runner.invoke(app, ["table", "--help"]).stdout.split())
+    for piece in ["--analysis", "--rate-test", "--alpha", "--diverged-return", "Holm",
+                  "intention to treat", "p_adj < alpha", "log-rank"]:  # fmt: skip
+        assert piece in text, piece
+    assert "--p-better" not in text
 
 
 def test_table_latex_to_file_and_json(folder, tmp_path):
@@ -96,6 +132,27 @@ def _mixed(root):
         (lambda root: _job(root, "a"), ["--stat", "mode"], "unknown statistic 'mode'"),
         (lambda root: _job(root, "a"), ["-f", "xml"], "unknown format 'xml'"),
         (lambda root: _job(root, "a"), ["-m", "nope"], "unknown metric 'nope'"),
+        (
+            lambda root: _job(root, "a"),
+            ["--analysis", "both"],
+            "unknown analysis 'both'; choose one of: independent, paired",
+        ),
+        (
+            lambda root: _job(root, "a"),
+            ["--rate-test", "chi2"],
+            "unknown rate test 'chi2'; choose one of: barnard, fisher",
+        ),
+        (
+            lambda root: _job(root, "a"),
+            ["--alpha", "1.5"],
+            "--alpha '1.5' is not valid; expected a number in (0, 1)",
+        ),
+        (lambda root: _job(root, "a"), ["--alpha", "x"], "--alpha 'x' is not valid"),
+        (
+            lambda root: _job(root, "a"),
+            ["--diverged-return", "nan"],
+            "--diverged-return 'nan' is not valid; expected a finite number",
+        ),
     ],
 )
 def test_table_bad_input_is_one_line_exit_2(tmp_path, make, args, message):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import re
 import shutil
 import subprocess
 
@@ -26,6 +27,26 @@ def _job(root, name, *, status="completed", group, seed, stability, **extra):
                "seed": seed, "task": "catch", "threshold": 0.9, "stability": stability}  # fmt: skip
     summary.update(extra)
     (job / "summary.json").write_text(json.dumps(summary))
+
+
+def _separated(root):
+    """Two regimes, 6 seeds, default metrics: stress none fails every run, sg none; the others in
+    between; returns, gradient norms and growth separated by variant in stress, equal in tuned."""
+    fails = {"none": 6, "clip": 3, "sg": 0}
+    for regime, variant, seed in itertools.product(["tuned", "stress"], fails, range(6)):
+        bad = regime == "stress" and seed < fails[variant]
+        shift = {"none": 0.0, "clip": 0.2, "sg": 0.4}[variant] if regime == "stress" else 0.0
+        stability = {
+            "unstable": int(bad), "diverged": int(bad), "diverged_step": 800 if bad else None,
+            "reached_threshold": int(not bad), "steps_to_threshold": None if bad else 500 + seed,
+            "steps": 800 if bad else 1000,
+            "final_return": None if bad else 0.5 + shift + seed / 100,
+            "grad_norm_p99": 1.0 + 10 * shift + seed / 100, "hidden_norm_growth": 1.0 + shift,
+        }  # fmt: skip
+        group = {"regime": regime, "variant": variant}
+        _job(root, f"{regime}-{variant}-{seed}", status="diverged" if bad else "completed",
+             group=group, seed=seed, stability=stability)  # fmt: skip
+    return root
 
 
 def _stress(root):
@@ -86,30 +107,119 @@ def _cells(line: str) -> list[str]:
 
 def test_markdown_cells(stress):
     lines = render(stress, fmt="md").splitlines()
-    assert _cells(lines[0]) == ["variant", "unstable ↓", "p", "final return ↑", "not averaged"]
+    assert _cells(lines[0]) == [
+        "variant", "unstable ↓", "unstable Δ", "unstable p_adj", "final return ↑",
+        "final return Δ", "final return p_adj", "excluded",
+    ]  # fmt: skip
     none, clip, sg = (_cells(line) for line in lines[2:5])
-    assert none[:3] == ["none", "5/5 [0.48, 1.00]", "base"]
-    assert clip[:3] == ["clip", "**2/5** [0.05, 0.85]", "0.17"]  # 42/252, Holm: still 42/252
-    assert sg[:3] == ["sg", "**0/5** [0.00, 0.52]", "0.016"]  # 2/252 x 2
-    assert sg[3].startswith("**0.800** [") and "**" not in clip[3] + none[3]
-    assert sg[4] == "1 running" and none[4] == "—"
+    assert none[:4] == ["none", "5/5 [0.48, 1.00]", "base", "base"]
+    # clip 2/5 vs 5/5: Fisher 42/252 = 0.167, Holm over m = 2: max(0.167, 2 x 2/252) = 0.17: plain
+    assert clip[1] == "2/5 [0.05, 0.85]" and clip[3] == "0.17"
+    assert clip[2].startswith("-0.60 [")  # 2/5 - 5/5
+    # sg 0/5 vs 5/5: 2/252 x 2 = 0.0159 < 0.05: bold; Newcombe RD -1 with CI [-1.00, -0.39]
+    assert sg[1:4] == ["**0/5** [0.00, 0.52]", "-1.00 [-1.00, -0.39]", "0.016"]
+    # final return: sg 0.8 vs none 0.3 (means of 0.6..1.0 and 0.1..0.5): +0.500, p = 2/252 x 2
+    assert sg[4].startswith("**0.800** [") and sg[5].startswith("+0.500 [") and sg[6] == "0.016"
+    assert "**" not in "".join(clip + none)
+    assert sg[7] == "1 running" and none[7] == "—"
 
 
 def test_markdown_caption_names_everything(stress):
     caption = render(stress, fmt="md").strip().splitlines()[-1]
     for piece in [
         "hidden_scale (regime=stress, task=catch).",  # the keys every run shares
-        "n = 5 runs averaged per group (completed or diverged); 1 more not averaged (1 running)",
+        "n = 5 runs per group, every completed or diverged run counted (intention to treat); "
+        "1 more excluded (1 running)",
         "unstable: diverged, or collapsed (final-window return fell ≥ 25% of the return range",
         "exact Clopper–Pearson 95% CI",
-        "two-sided Fisher's exact test against variant=none",
-        "Holm–Bonferroni-adjusted over the rows compared (m=2)",
-        "mean over runs, 95% percentile-bootstrap CI",
-        "Bold: per column, the best value and every row not significantly worse",
+        "Contrasts: each variant against variant=none (independent samples).",
+        "risk difference with Newcombe hybrid-score 95% CI, two-sided Fisher's exact test",
+        "difference of the means with 95% percentile-bootstrap CI",
         "Mann–Whitney U",
-        "α = 0.05",
+        "p_adj: Holm-adjusted over the table, over that stratum's contrasts in the column (m=2)",
+        "Bold: p_adj < α = 0.05, and nothing else.",
+        "Final return: every run counts; a diverged run, or one without a final return, counts "
+        "as the mean return of its task's uniformly random policy",
     ]:
         assert piece in caption, piece
+    assert "best value" not in caption and "not significantly worse" not in caption
+    assert "P(better)" not in caption
+
+
+def test_caption_names_the_analysis_test_strata_and_confirmatory(tmp_path):
+    results = load_results(_separated(tmp_path / "hs"))
+    table = summarize(results, metrics=["failed", "steps_to_threshold"], analysis="paired",
+                      confirmatory=[({"regime": "stress"}, "sg", "failed")],
+                      n_resamples=99, alpha=0.1)  # fmt: skip
+    text = render(table, fmt="md")
+    caption = text.strip().splitlines()[-1]
+    for piece in [
+        "runs paired by seed (paired analysis)",
+        "mean paired difference with 95% paired-bootstrap CI, exact McNemar p",
+        "steps to threshold: log-rank test (unpaired), no Δ",
+        "Holm-adjusted within each regime",
+        "stress: m=2 (failed m=1); tuned: m=2",  # the confirmatory contrast left stress's family
+        "*: confirmatory, declared before the runs, tested alone (m=1): "
+        "regime=stress, variant=sg on failed",
+        "Kaplan–Meier median over every run",
+        "failed: unstable, or never reached the task's return threshold (0.9)",
+        "α = 0.1",
+    ]:
+        assert piece in caption, piece
+    row = next(line for line in text.splitlines() if "stress | sg" in line)
+    # sg 0/6 vs none 6/6 paired: 6 discordant pairs one way, McNemar 2 x 0.5^6 = 0.03125, alone
+    assert _cells(row)[4] == "0.031*" and _cells(row)[2].startswith("**0/6**")
+    barnard = summarize(results, metrics=["failed"], rate_test="barnard", n_resamples=99)
+    assert "two-sided Barnard's exact test" in render(barnard, fmt="md")
+
+
+def _bold_agrees_with_printed_p(text: str, alpha: float) -> int:
+    """Checks every metric cell of a Markdown table: its estimate is bold iff the printed p_adj
+    beside it is < alpha; returns how many bold cells there were."""
+    lines = text.splitlines()
+    header = _cells(lines[0])
+    bold = 0
+    for line in lines[2:]:
+        if not line.startswith("|"):
+            break
+        cells = _cells(line)
+        for j, name in enumerate(header):
+            if name.endswith("p_adj"):
+                continue
+            if any("**" in c for c in [cells[j]]) and not name.endswith(("↑", "↓", "K/0")):
+                raise AssertionError(f"bold outside an estimate: {name}: {cells[j]}")
+        for j, name in enumerate(header):
+            if not name.endswith("p_adj"):
+                continue
+            metric = name[: -len(" p_adj")]
+            k = next(i for i, h in enumerate(header) if h.startswith(metric) and i < j)
+            printed = cells[j].rstrip("*")
+            significant = printed not in ("base", "—") and (
+                printed == "<0.001" or float(printed) < alpha
+            )
+            assert cells[k].startswith("**") == significant, (line, name)
+            bold += significant
+    return bold
+
+
+@pytest.mark.parametrize("alpha", [0.05, 0.2])
+def test_every_rendered_cell_is_bold_iff_its_printed_p_adj_is_below_alpha(tmp_path, alpha):
+    results = load_results(_separated(tmp_path / "hs"))
+    table = summarize(results, n_resamples=199, alpha=alpha, diverged_return=-0.6)
+    assert _bold_agrees_with_printed_p(render(table, fmt="md"), alpha) >= 3  # the test sees bold
+    for line in render(table, fmt="latex").splitlines():  # LaTeX: \textbf iff p=... < alpha
+        for cell in line.split(" & ")[2:]:
+            p = re.search(r"p=(\$<\$)?([0-9.]+)", cell)
+            significant = p is not None and (p.group(1) is not None or float(p.group(2)) < alpha)
+            assert (r"\textbf" in cell) == significant, cell
+
+
+def test_format_p_never_rounds_across_alpha():
+    assert format_p(0.0496, alpha=0.05) == "0.0496"  # .2g would print 0.05: not < 0.05
+    assert format_p(0.0504, alpha=0.05) == "0.05"  # printed 0.05 is not < 0.05, nor is 0.0504
+    assert format_p(0.0456, alpha=0.05) == "0.046"
+    assert format_p(0.1496, alpha=0.15) == "0.1496"
+    assert format_p(0.0004, alpha=0.001) == "0.0004" and format_p(0.0004) == "<0.001"
 
 
 def test_markdown_n_column_when_seeds_differ(tmp_path):
@@ -120,27 +230,35 @@ def test_markdown_n_column_when_seeds_differ(tmp_path):
     text = render(summarize(load_results(tmp_path), metrics=["final_return"]), fmt="md")
     assert _cells(text.splitlines()[0])[:2] == ["variant", "n"]
     assert _cells(text.splitlines()[3])[:2] == ["sg", "2"]
-    assert "n: runs averaged (completed or diverged)." in text
+    assert "n: runs per group" in text
 
 
-def test_markdown_p_better_and_fewer_runs(tmp_path):
+def test_markdown_fewer_runs_and_imputed(tmp_path):
     for variant, seed in itertools.product(["none", "sg"], range(3)):
-        ret = None if (variant, seed) == ("sg", 2) else seed + (variant == "sg")
+        diverged = (variant, seed) == ("sg", 2)
         _job(tmp_path, f"{variant}-{seed}", group={"variant": variant}, seed=seed,
-             stability={"final_return": ret})  # fmt: skip
-    table = summarize(load_results(tmp_path), metrics=["final_return"], n_resamples=99)
-    lines = render(table, fmt="md", p_better=True).splitlines()
-    assert _cells(lines[0]) == ["variant", "final return ↑", "P(better)"]
-    sg = _cells(lines[3])
-    # sg 1, 2 vs none 0, 1, 2: pairs won 1 + 0.5 + 0 + 1 + 1 + 0.5 = 4 of 6
-    assert sg[1].endswith("(n=2)") and sg[2] == "0.67"
-    assert "P(better): probability that a run beats a run of variant=none" in lines[-1]
+             status="diverged" if diverged else "completed",
+             stability={"final_return": None if diverged else seed + (variant == "sg"),
+                        "grad_norm_p99": None if diverged else 1.0,
+                        "diverged": int(diverged)})  # fmt: skip
+    table = summarize(load_results(tmp_path), metrics=["final_return", "grad_norm_p99"],
+                      n_resamples=99, diverged_return=-1.0)  # fmt: skip
+    sg = _cells(render(table, fmt="md").splitlines()[3])
+    assert sg[1].endswith("(1 imputed)") and sg[1].startswith("0.667 [")  # (1 + 2 - 1) / 3
+    assert sg[4].endswith("(n=2)")  # a gradient figure is no return: the diverged run has none
+    assert "(catch -1; imputed: their count)" in render(table, fmt="md")
 
 
 def test_single_seed_shows_no_interval(tmp_path):
     _job(tmp_path, "a", group={"variant": "none"}, seed=0, stability={"final_return": 0.25})
     text = render(summarize(load_results(tmp_path), metrics=["final_return"]), fmt="md")
     assert "0.250 [—]" in text
+
+
+def test_markdown_is_stable(tmp_path):
+    results = load_results(_wide(tmp_path / "hs"))
+    kw = {"n_resamples": 99, "diverged_return": -0.6}
+    assert render(summarize(results, **kw), fmt="md") == render(summarize(results, **kw), fmt="md")
 
 
 # --- LaTeX -------------------------------------------------------------------------------------
@@ -153,14 +271,15 @@ def test_latex_structure(stress):
     assert text.index(r"\toprule") < text.index(r"\midrule") < text.index(r"\bottomrule")
     assert r"\label{tab:hidden_scale}" in text and r"\footnotesize" in text
     assert text.isascii()  # compiles with any engine, no inputenc or fonts needed
-    assert "\n & unstable & final & not \\\\\n" in text  # two-line headers
-    assert r"k/n $\downarrow$ & return $\uparrow$ & avg. \\" in text
+    assert "\n & unstable & final & excluded \\\\\n" not in text
+    assert r"k/n $\downarrow$ & return $\uparrow$ & excluded \\" in text  # two-line headers
     row = next(line for line in text.splitlines() if line.startswith("sg &"))
-    assert r"\textbf{0/5}\\{}\scriptsize [0.00, 0.52]\\{}\scriptsize p=0.016" in row
-    assert row.count(r"\textbf{") == 2 and row.endswith(r"& 1 \\")  # 1 run not averaged
+    assert (r"\textbf{0/5}\\{}\scriptsize [0.00, 0.52]\\{}\scriptsize $\Delta$=-1.00\\{}"
+            r"\scriptsize [-1.00, -0.39]\\{}\scriptsize p=0.016") in row  # fmt: skip
+    assert row.count(r"\textbf{") == 2 and row.endswith(r"& 1 \\")  # 1 run excluded
     assert r"\textbf" not in next(line for line in text.splitlines() if line.startswith("none &"))
     assert r"95\% percentile-bootstrap" in text and r"$\alpha$ = 0.05" in text
-    assert "CI below" in text and "p (below)" in text
+    assert "CI below" in text and "p\\_adj (below)" in text and "p\\_adj $<$ $\\alpha$" in text
 
 
 def test_latex_escapes_names(tmp_path):
@@ -197,14 +316,15 @@ def _compile(table_tex: str, folder) -> str:
 @pytest.mark.skipif(_engine() is None, reason="no LaTeX engine (pdflatex, lualatex, tectonic)")
 def test_latex_compiles_and_fits_the_text_width(tmp_path):
     results = load_results(_wide(tmp_path / "hidden_scale"))
-    table = summarize(results, n_resamples=199)
+    table = summarize(results, n_resamples=199, diverged_return=-0.6)
     assert table.attrs["shown_keys"] == ["regime", "variant"]
     log = _compile(render(table, fmt="latex"), tmp_path)
     assert "Overfull \\hbox" not in log
     # the check does see a table that is too wide: every metric at once
-    wide = summarize(results, metrics=["unstable", "diverged", "final_return", "best_return",
-                                       "return_auc", "steps_to_threshold", "grad_norm_p99",
-                                       "hidden_norm_growth"], n_resamples=99)  # fmt: skip
+    wide = summarize(results, metrics=["failed", "unstable", "diverged", "final_return",
+                                       "best_return", "return_auc", "steps_to_threshold",
+                                       "grad_norm_p99", "hidden_norm_growth"],
+                     n_resamples=99, diverged_return=-0.6)  # fmt: skip
     assert "Overfull \\hbox" in _compile(render(wide, fmt="latex"), tmp_path)
 
 
@@ -218,14 +338,18 @@ def test_csv_and_json(stress):
     data = json.loads(render(stress, fmt="json"))
     assert data["ablation"] == "hidden_scale" and data["baseline"] == "variant=none"
     assert data["alpha"] == 0.05 and data["constants"] == {"regime": "stress", "task": "catch"}
-    assert data["compared"] == {"unstable": 2, "final_return": 2}
+    assert data["analysis"] == "independent" and data["rate_test"] == "fisher"
+    assert data["m"] == {"unstable": {"all": 2}, "final_return": {"all": 2}}
     none, clip, sg = data["rows"]
     assert none["unstable_p"] is None and none["is_baseline"]  # NaN -> null
     assert sg["unstable_p"] == pytest.approx(2 / 252) and sg["unstable_p_adjusted"] == (
         pytest.approx(4 / 252))  # fmt: skip
     assert (sg["unstable_ci_low"], sg["unstable_ci_high"]) == (0.0, pytest.approx(0.5218, abs=1e-4))
-    assert sg["unstable_bold"] and clip["unstable_bold"] and not none["unstable_bold"]
-    assert sg["not_averaged"] == 1 and sg["not_averaged_note"] == "1 running"
+    assert sg["unstable_delta"] == -1.0 and sg["unstable_delta_high"] == pytest.approx(
+        -0.3855, abs=1e-4
+    )
+    assert sg["unstable_bold"] and not clip["unstable_bold"] and not none["unstable_bold"]
+    assert sg["excluded"] == 1 and sg["excluded_note"] == "1 running"
     with pytest.raises(ConfigError, match="unknown format 'xml'"):
         render(stress, fmt="xml")
 
@@ -268,5 +392,6 @@ def test_rate_without_values_is_a_dash(tmp_path):
              stability={"final_return": 0.5})  # fmt: skip
     table = summarize(load_results(tmp_path), metrics=["unstable"])
     lines = render(table, fmt="md").splitlines()
-    assert _cells(lines[3]) == ["sg", "—", "—"] and _cells(lines[2]) == ["none", "—", "base"]
+    assert _cells(lines[3]) == ["sg", "—", "—", "—"]
+    assert _cells(lines[2]) == ["none", "—", "base", "base"]
     assert "(m=0)" in lines[-1]

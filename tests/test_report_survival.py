@@ -57,6 +57,8 @@ def test_logrank_by_hand():
 
 def test_logrank_edges():
     no = np.array([False, False])
+    # x censored at 3 before y's events at 5 and 6: no event time has both arms at risk
+    assert math.isnan(logrank_p(np.array([3.0, 3]), no, np.array([5.0, 6]), ~no))
     assert logrank_p(np.array([5.0, 5]), no, np.array([5.0, 5]), no) == 1.0  # nobody reached it
     assert math.isnan(logrank_p(np.array([]), np.array([], bool), np.array([1.0]), ~no[:1]))
 

@@ -76,7 +76,8 @@ def _cells(table: pd.DataFrame, where: str) -> list[str]:
         parts.append(
             f"{names[0].upper()}{names[1:]}: every run counts; a diverged run, or one without a "
             "final return, counts as the mean return of its task's uniformly random policy, "
-            f"declared before the runs ({values or 'no run needed it'}; imputed: their count)."
+            "declared before the runs "
+            + (f"({values}; imputed: their count)." if values else "(no run needed it).")
         )
     return parts
 
@@ -87,7 +88,8 @@ def _family_sizes(table: pd.DataFrame) -> str:
     out = []
     for stratum in dict.fromkeys(table["stratum_label"]):
         sizes = {name: a["m"][name][stratum] for name in a["metrics"]}
-        common = Counter(sizes.values()).most_common(1)[0][0]
+        counts = Counter(sizes.values())
+        common = max(counts, key=lambda m: (counts[m], m))  # the usual m; ties: the larger
         odd = [f"{METRICS[n].label} m={m}" for n, m in sizes.items() if m != common]
         text = f"m={common}" + (f" ({', '.join(odd)})" if odd else "")
         out.append(text if stratum == "all" else f"{stratum}: {text}")

@@ -107,8 +107,9 @@ def logrank_p(
       event_y: ``[N_y]`` its event flags.
 
     Returns:
-      The p-value; NaN when an arm has no run; 1 when no run of either arm had the event (two
-      identical survival curves, where the statistic would be 0/0).
+      The p-value; NaN when an arm has no run, or when no event time has runs of both arms at
+      risk (the test has no information: e.g. every baseline run diverged before any run reached
+      the threshold); 1 when no run of either arm had the event (two identical survival curves).
     """
     time_x, event_x = _known(time_x, event_x)
     time_y, event_y = _known(time_y, event_y)
@@ -120,4 +121,6 @@ def logrank_p(
     def data(time: np.ndarray, event: np.ndarray) -> stats.CensoredData:
         return stats.CensoredData(uncensored=time[event], right=time[~event])
 
-    return float(stats.logrank(data(time_x, event_x), data(time_y, event_y)).pvalue)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)  # a zero variance: NaN, said above
+        return float(stats.logrank(data(time_x, event_x), data(time_y, event_y)).pvalue)
