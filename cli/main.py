@@ -47,3 +47,7 @@ app.command("list")(_jobs.list_)
 from cli import bench as _bench  # noqa: E402
 
 app.command("bench")(_bench.bench)
+
+from cli import study as _study  # noqa: E402
+
+app.add_typer(_study.app, name="study")

@@ -1,0 +1,146 @@
+"""A study's design, declared in ``conf/study/NAME.yaml`` before any of its runs.
+
+A :class:`Study` names the task, the regime, the seeds (a range disjoint from its calibration
+seeds), the arms (a variant each, with its own overrides), the one primary contrast (an arm
+against the baseline on one endpoint, with its test and alpha) and what is exploratory. It is read
+with :func:`load_study`, which checks every field and raises a one-line
+:class:`~experiments.errors.ConfigError` naming a bad value and the valid choices.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import yaml
+
+from experiments.errors import ConfigError, unknown_choice
+
+__all__ = ["ENDPOINTS", "RATE_TESTS", "Arm", "Primary", "Study", "load_study", "study_names"]
+
+RATE_TESTS = ("fisher", "barnard")
+ENDPOINTS = ("failed", "unstable", "diverged", "collapsed")
+"""Rate endpoints a primary contrast may use (0/1 per run, every run counted)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Arm:
+    variant: str
+    overrides: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return " ".join([self.variant, *self.overrides])
+
+
+@dataclasses.dataclass(frozen=True)
+class Primary:
+    arm: str
+    endpoint: str
+    test: str
+    alpha: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Study:
+    name: str
+    ablation: str
+    task: str
+    regime: str
+    seeds: range
+    calibration_seeds: range
+    baseline: str
+    arms: tuple[Arm, ...]
+    primary: Primary
+    planning: dict
+    exploratory_endpoints: tuple[str, ...]
+    diverged_return: str
+    overrides: tuple[str, ...]
+
+    def arm(self, variant: str) -> Arm:
+        return next(a for a in self.arms if a.variant == variant)
+
+    def sweep_overrides(self, arm: Arm, results_dir: str | Path) -> list[str]:
+        """The ``gradlab sweep`` command line of one arm."""
+        return [
+            f"ablation={self.ablation}",
+            f"variant={arm.variant}",
+            *arm.overrides,
+            *self.overrides,
+            f"runtime.results_dir={results_dir}",
+        ]
+
+
+def study_names(config_dir: str | Path) -> list[str]:
+    return sorted(p.stem for p in (Path(config_dir) / "study").glob("*.yaml"))
+
+
+def _range(name: str, value: object) -> range:
+    if not (isinstance(value, list) and len(value) == 2 and all(isinstance(v, int) for v in value)):
+        raise ConfigError(f"{name}={value!r}; expected [start, stop] (integers, stop exclusive)")
+    start, stop = value
+    if stop <= start:
+        raise ConfigError(f"{name}={value!r} is empty; expected start < stop")
+    return range(start, stop)
+
+
+def _need(raw: dict, key: str, path: Path) -> object:
+    if key not in raw:
+        raise ConfigError(f"study file {str(path)!r} has no {key!r}")
+    return raw[key]
+
+
+def load_study(name: str, config_dir: str | Path) -> Study:
+    """Reads and checks ``conf/study/NAME.yaml`` (plain YAML, no composition)."""
+    config_dir = Path(config_dir)
+    path = config_dir / "study" / f"{name}.yaml"
+    if not path.is_file():
+        raise unknown_choice("study", name, study_names(config_dir))
+    raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    arms = tuple(
+        Arm(str(a["variant"]), tuple(str(o) for o in a.get("overrides", ())))
+        for a in _need(raw, "arms", path)
+    )
+    variants = [a.variant for a in arms]
+    if len(set(variants)) != len(variants):
+        raise ConfigError(f"study {name!r} lists an arm twice: {', '.join(variants)}")
+    baseline = str(_need(raw, "baseline", path))
+    p = dict(_need(raw, "primary", path))
+    primary = Primary(str(p["arm"]), str(p["endpoint"]), str(p["test"]), float(p["alpha"]))
+    for what, value, choices in (
+        ("baseline arm", baseline, variants),
+        ("primary arm", primary.arm, [v for v in variants if v != baseline]),
+        ("primary endpoint", primary.endpoint, ENDPOINTS),
+        ("primary test", primary.test, RATE_TESTS),
+    ):
+        if value not in choices:
+            raise unknown_choice(f"{what} of study {name!r}:", value, choices)
+    if not 0.0 < primary.alpha < 1.0:
+        raise ConfigError(
+            f"primary alpha={primary.alpha} of study {name!r}; expected 0 < alpha < 1"
+        )
+    seeds = _range("seeds", _need(raw, "seeds", path))
+    calibration = _range("calibration_seeds", raw.get("calibration_seeds", [100, 110]))
+    overlap = sorted(set(seeds) & set(calibration))
+    if overlap:
+        raise ConfigError(
+            f"study {name!r}: seeds {overlap[0]}..{overlap[-1]} are also calibration seeds; "
+            "calibration seeds are never study seeds"
+        )
+    if str(raw.get("name", name)) != name:
+        raise ConfigError(f"study file {str(path)!r} is named {raw.get('name')!r}, not {name!r}")
+    return Study(
+        name=name,
+        ablation=str(_need(raw, "ablation", path)),
+        task=str(_need(raw, "task", path)),
+        regime=str(_need(raw, "regime", path)),
+        seeds=seeds,
+        calibration_seeds=calibration,
+        baseline=baseline,
+        arms=arms,
+        primary=primary,
+        planning=dict(raw.get("planning") or {}),
+        exploratory_endpoints=tuple(raw.get("exploratory", {}).get("endpoints", ())),
+        diverged_return=str(raw.get("diverged_return", "random_policy")),
+        overrides=tuple(str(o) for o in raw.get("overrides", ())),
+    )

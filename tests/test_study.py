@@ -1,0 +1,156 @@
+"""Pre-registered studies: the design file, the power computation, the record and its check."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+from typer.testing import CliRunner
+
+from cli.main import app
+from experiments.errors import ConfigError
+from experiments.hydra_app import CONF_DIR
+from experiments.study.design import load_study
+from experiments.study.power import fisher_p_grid, fisher_power, seeds_for_power
+from experiments.study.record import RECORD, check, register
+
+
+def test_fisher_grid_equals_scipy_cell_by_cell():
+    grid = fisher_p_grid(7, 9)
+    for k1 in range(8):
+        for k2 in range(10):
+            ref = stats.fisher_exact([[k1, 7 - k1], [k2, 9 - k2]]).pvalue
+            assert grid[k1, k2] == pytest.approx(ref, rel=1e-9, abs=1e-15)
+
+
+def test_power_by_hand_for_certain_outcomes():
+    # Rates 1 and 0: the outcome is certain, k1 = n, k2 = 0. Fisher's two-sided p of
+    # [[n, 0], [0, n]] is 2 / C(2n, n): n = 3 -> 2/20 = 0.1 (not below 0.05: power 0);
+    # n = 4 -> 2/70 = 0.0286 (below: power 1). So 4 runs per arm are the fewest.
+    assert fisher_power(1.0, 0.0, 3) == pytest.approx(0.0)
+    assert fisher_power(1.0, 0.0, 4) == pytest.approx(1.0)
+    assert seeds_for_power(1.0, 0.0, power=0.9) == 4
+    # Equal rates: the test's size, at most alpha (it is exact, so conservative).
+    assert 0 < fisher_power(0.5, 0.5, 20) <= 0.05
+
+
+def test_power_equals_a_direct_sum_over_outcomes():
+    # Independent of fisher_p_grid: every outcome's probability times scipy's own decision.
+    n, p1, p2 = 10, 0.6, 0.1
+    direct = sum(
+        stats.binom.pmf(a, n, p1) * stats.binom.pmf(b, n, p2)
+        for a in range(n + 1)
+        for b in range(n + 1)
+        if stats.fisher_exact([[a, n - a], [b, n - b]]).pvalue < 0.05
+    )
+    assert fisher_power(p1, p2, n) == pytest.approx(direct, rel=1e-12)
+    assert fisher_power(p1, p2, n) == pytest.approx(0.474, abs=0.001)
+
+
+def test_bad_rates_refused():
+    with pytest.raises(ConfigError, match="p1=1.5 is not a rate"):
+        fisher_power(1.5, 0.2, 10)
+
+
+def test_catch_stress_design():
+    study = load_study("catch_stress", CONF_DIR)
+    assert study.seeds == range(1000, 1070)
+    assert not set(study.seeds) & set(study.calibration_seeds)
+    assert (study.primary.arm, study.primary.endpoint, study.primary.test) == (
+        "scale_gradient",
+        "failed",
+        "fisher",
+    )
+    assert study.arms[0].variant == study.baseline == "none"
+    assert fisher_power(0.6, 0.3, len(study.seeds)) >= study.planning["power"]
+
+
+@pytest.fixture()
+def conf(tmp_path: Path) -> Path:
+    copy = tmp_path / "conf"
+    shutil.copytree(CONF_DIR, copy)
+    return copy
+
+
+def _edit(conf: Path, old: str, new: str) -> None:
+    path = conf / "study" / "catch_stress.yaml"
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("seeds: [1000, 1070]", "seeds: [100, 120]", "are also calibration seeds"),
+        ("arm: scale_gradient", "arm: nope", "unknown primary arm"),
+        ("endpoint: failed", "endpoint: return", "unknown primary endpoint"),
+        ("alpha: 0.05", "alpha: 5", "expected 0 < alpha < 1"),
+        ("seeds: [1000, 1070]", "seeds: [1070, 1000]", "is empty"),
+    ],
+)
+def test_bad_designs_one_line(conf, old, new, message):
+    _edit(conf, old, new)
+    with pytest.raises(ConfigError, match=message):
+        load_study("catch_stress", conf)
+
+
+def test_register_then_check_then_refuse_changes(conf, tmp_path):
+    results = tmp_path / "results"
+    study = load_study("catch_stress", conf)
+    path = register(study, config_dir=conf, results_dir=results)
+    record = json.loads(path.read_text())
+    assert path.name == RECORD and record["study"] == "catch_stress"
+    assert record["planned_power"] == pytest.approx(fisher_power(0.6, 0.3, 70))
+    clip = record["arm_configs"]["clipnorm variant.clipnorm=0.6"]
+    assert clip["variant.clipnorm"] == 0.6 and clip["muzero.unroll_steps"] == 10
+    assert check(study, config_dir=conf, results_dir=results) == []
+    before = path.read_bytes()
+    with pytest.raises(ConfigError, match="already registered"):
+        register(study, config_dir=conf, results_dir=results)
+    assert path.read_bytes() == before
+    # the design changed after registration: refused
+    _edit(conf, "alpha: 0.05", "alpha: 0.1")
+    with pytest.raises(ConfigError, match="differs from its pre-registration record in: primary"):
+        check(load_study("catch_stress", conf), config_dir=conf, results_dir=results)
+    _edit(conf, "alpha: 0.1", "alpha: 0.05")
+    # a setting the arms run with changed after registration: refused
+    stress = conf / "regime" / "stress.yaml"
+    stress.write_text(stress.read_text().replace("learning_rate: 0.03", "learning_rate: 0.02"))
+    with pytest.raises(ConfigError, match=r"muzero.learning_rate=0.03 -> 0.02"):
+        check(study, config_dir=conf, results_dir=results)
+
+
+def test_register_refuses_a_folder_with_runs(conf, tmp_path):
+    study = load_study("catch_stress", conf)
+    job = tmp_path / "results" / study.ablation / "regime=stress__variant=none__seed=1000"
+    job.mkdir(parents=True)
+    (job / "summary.json").write_text("{}")
+    with pytest.raises(ConfigError, match="already holds runs"):
+        register(study, config_dir=conf, results_dir=tmp_path / "results")
+    assert not (job.parent / RECORD).exists()
+
+
+def test_cli_plan_and_unregistered_run(tmp_path):
+    runner = CliRunner()
+    plan = runner.invoke(app, ["study", "plan", "catch_stress"])
+    assert plan.exit_code == 0
+    assert "power 0.934 with 70 runs per arm; 61 runs per arm reach 0.9" in plan.output
+    run = runner.invoke(app, ["study", "run", "catch_stress", "--results-dir", str(tmp_path)])
+    assert run.exit_code == 2
+    assert run.output.strip().splitlines() == [
+        f"error: study 'catch_stress' is not registered in '{tmp_path}/study_catch_stress'; "
+        "register it first: gradlab study register catch_stress"
+    ]
+    bad = runner.invoke(app, ["study", "plan", "nope"])
+    assert bad.exit_code == 2 and "unknown study 'nope'; choose one of: catch_stress" in bad.output
+    assert not any(tmp_path.iterdir())
+
+
+def test_manual_grid_helper_is_symmetric():
+    grid = fisher_p_grid(6, 6)
+    assert np.allclose(grid, grid.T)
