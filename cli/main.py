@@ -51,3 +51,7 @@ app.command("bench")(_bench.bench)
 from cli import study as _study  # noqa: E402
 
 app.add_typer(_study.app, name="study")
+
+from cli import calibrate as _calibrate  # noqa: E402
+
+app.command("calibrate")(_calibrate.calibrate)

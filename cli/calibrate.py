@@ -1,0 +1,121 @@
+"""`gradlab calibrate`: find the first setting of a ladder in which the baseline alone is unstable.
+
+Thin: the inputs are checked and every rung planned by :func:`experiments.calibrate.prepare`
+(nothing runs or is written on bad input: one line, exit 2); each rung runs as one
+`gradlab sweep` (:func:`cli.jobs.sweep`, called, not copied); :func:`run_calibration` counts,
+decides and writes the record and the preset.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cli._errors import USAGE_ERROR, guarded
+
+__all__ = ["calibrate"]
+
+
+@guarded
+def calibrate(
+    ctx: typer.Context,
+    overrides: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="task=NAME (a registered task: gradlab list), ladder=NAME (conf/ladder/, "
+            "default: default), regime=NAME (the base, default: tuned), "
+            "runtime.results_dir=R, and any override given to every run (logger=none, ...)."
+        ),
+    ] = None,
+    seeds: Annotated[
+        str,
+        typer.Option(
+            "--seeds", help="Calibration seeds: A-B (both included), A,B,C or range(A,B)."
+        ),
+    ] = "100-109",
+    study_seeds: Annotated[
+        str | None,
+        typer.Option(
+            "--study-seeds",
+            help="A study's seeds the calibration must not use (A-B, ...), besides those of "
+            "conf/study/ and conf/ablation/, which are always refused.",
+        ),
+    ] = None,
+    rule: Annotated[
+        float,
+        typer.Option(
+            "--rule",
+            help="Stop at the first rung whose variant=none runs are unstable (diverged or "
+            "collapsed) in at least this fraction of the seeds, in [0, 1].",
+        ),
+    ] = 0.4,
+    jobs: Annotated[
+        str,
+        typer.Option("--jobs", "-j", help="Runs at once, as gradlab sweep --jobs: auto or N."),
+    ] = "auto",
+    config_dir: Annotated[
+        Path | None,
+        typer.Option("--config-dir", help="A Hydra config folder instead of gradlab's conf/."),
+    ] = None,
+) -> None:
+    """Calibrate a regime: run variant=none alone up a ladder of settings, mild to severe,
+    until the first rung where it is unstable in >= --rule of the calibration seeds.
+
+    Each rung is one sweep (finished runs are skipped: run the same command again to resume).
+    Writes RESULTS/TASK/calibration/calibration.json and .md (every rung's counts: unstable,
+    diverged, collapsed, never learned) and the chosen setting as the regime preset
+    conf/regime/calibrated/TASK.yaml, used as regime=calibrated/TASK. A ladder that runs out of
+    rungs writes its record and no regime.
+
+    Examples:
+
+      gradlab calibrate task=catch logger=none
+
+      gradlab calibrate task=cartpole ladder=default --seeds 100-109 --rule 0.4
+
+      gradlab sweep ablation=hidden_scale regime=calibrated/cartpole task=cartpole
+    """
+    from cli.jobs import _config_dir, _job, sweep
+    from experiments.calibrate import prepare, run_calibration
+
+    job = _job(ctx)
+    conf = _config_dir(config_dir)
+    cal = prepare(
+        list(overrides or []),
+        seeds=seeds,
+        study_seeds=study_seeds,
+        rule=rule,
+        config_dir=conf,
+        job=job,
+    )
+
+    def run_sweep(sweep_overrides: list[str]) -> None:
+        try:
+            sweep(ctx, sweep_overrides, jobs=jobs, dry_run=False, force=False, config_dir=conf)
+        except typer.Exit as done:
+            if done.exit_code == USAGE_ERROR:
+                raise
+            # failed or unfinished runs: the counts say so, and the calibration stops there
+
+    outcome = run_calibration(cal, run_sweep, echo=typer.echo)
+    where = cal.folder / "calibration.md"
+    if outcome.status == "chosen":
+        typer.echo(f"chosen: rung {outcome.record['chosen_rung']}; record {where}")
+        if outcome.preset_kept:
+            typer.echo(
+                f"error: {cal.preset_path} exists with other settings and was kept; the new "
+                f"preset is {cal.folder / 'regime.yaml'} (remove the old one to install it)",
+                err=True,
+            )
+            raise typer.Exit(1)
+        typer.echo(f"regime=calibrated/{cal.task}  ({cal.preset_path})")
+    elif outcome.status == "exhausted":
+        typer.echo(
+            f"no rung met the rule (>= {cal.rule:g} of {len(cal.seeds)} seeds unstable): the "
+            f"ladder ran out of rungs; no regime written; record {where}"
+        )
+    else:
+        typer.echo(f"incomplete: runs did not finish; run the same command again; record {where}")
+        raise typer.Exit(1)

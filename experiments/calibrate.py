@@ -1,0 +1,421 @@
+"""``gradlab calibrate``: the calibration protocol of ``docs/stress_calibration.md`` as a command.
+
+The baseline alone (``variant=none``) runs on calibration seeds, rung by rung up a ladder of
+settings (:mod:`experiments.ladder`), each rung one sweep through the project's sweep machinery
+(the caller hands it in as ``run_sweep``: ``gradlab sweep``'s own function), until the first rung
+whose runs are unstable in at least ``rule`` of the seeds. The record of every rung's counts
+(:mod:`experiments.calibration_record`) is written after each rung; the chosen rung becomes a
+regime preset, ``conf/regime/calibrated/TASK.yaml`` (``regime=calibrated/TASK`` in any sweep),
+with a copy beside the record.
+
+Layout under ``runtime.results_dir`` (R): the runs of every rung in ``R/TASK/calibration/`` (one
+sweep folder, ablation ``calibration``; each rung's runs differ by their overrides, so
+``gradlab table R/TASK/calibration`` shows every rung) and the record beside them
+(``calibration.json``, ``calibration.md``, ``regime.yaml``). Running the same command again skips
+finished runs, so a calibration resumes as a sweep does.
+
+Everything is checked before anything runs or is written (:func:`prepare`): the task (a
+registered one), the ladder, the base regime, the seeds (never a study's), the rule, and every
+rung's jobs as ``gradlab sweep`` would plan them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from experiments import plan as planning
+from experiments import store
+from experiments.calibration_record import (
+    RECORD_VERSION,
+    check_rule,
+    count_rung,
+    meets_rule,
+    preset_text,
+    write_record,
+)
+from experiments.errors import ConfigError, unknown_choice
+from experiments.job import MUZERO, Job
+from experiments.ladder import Ladder, load_ladder, rung_settings, times_keys
+from experiments.seeds import check_disjoint, parse_seeds, preset_seeds
+from experiments.tasks.registry import task_facts
+
+__all__ = [
+    "ABLATION",
+    "DEFAULT_SEEDS",
+    "Calibration",
+    "Outcome",
+    "prepare",
+    "run_calibration",
+]
+
+ABLATION = "calibration"
+"""The sweep preset every rung runs under (``conf/ablation/calibration.yaml``)."""
+DEFAULT_SEEDS = "100-109"
+PRESET_GROUP = "calibrated"
+"""Chosen regimes go to ``conf/regime/calibrated/TASK.yaml``."""
+_OWN_KEYS = ("task", "ladder", "regime")
+
+
+@dataclasses.dataclass(frozen=True)
+class Calibration:
+    """A checked calibration, ready to run.
+
+    Attributes:
+      task: the registered task.
+      ladder: the ladder.
+      seeds: the calibration seeds.
+      rule: the fraction of seeds a rung's unstable runs must reach.
+      base_regime: the regime the ladder's rungs add to.
+      extra: the other overrides, given to every run (``logger=none``, ``muzero.training_steps=``).
+      results_dir: R, ``runtime.results_dir``.
+      config_dir: the config folder.
+      settings: each rung's overrides (``key -> value``), rungs before it included.
+      jobs: each rung's planned jobs.
+      base_settings: the base regime's own settings (its YAML), which a chosen preset repeats.
+    """
+
+    task: str
+    ladder: Ladder
+    seeds: tuple[int, ...]
+    rule: float
+    base_regime: str
+    extra: tuple[str, ...]
+    results_dir: Path
+    config_dir: Path
+    settings: tuple[dict[str, str], ...]
+    jobs: tuple[tuple[planning.PlannedJob, ...], ...]
+    base_settings: dict[str, Any]
+
+    @property
+    def folder(self) -> Path:
+        """The runs' and the record's folder, ``R/TASK/calibration``."""
+        return store.ablation_dir(self.results_dir / self.task, ABLATION)
+
+    @property
+    def regime(self) -> str:
+        """The chosen regime's name, ``calibrated/TASK``."""
+        return f"{PRESET_GROUP}/{self.task}"
+
+    @property
+    def preset_path(self) -> Path:
+        return self.config_dir / "regime" / PRESET_GROUP / f"{self.task}.yaml"
+
+    def sweep_overrides(self, index: int) -> list[str]:
+        """``gradlab sweep``'s overrides for rung ``index`` (0-based)."""
+        return _rung_overrides(self, self.settings[index])
+
+    def command(self) -> str:
+        """The command line that runs this calibration."""
+        seeds = f"{self.seeds[0]}-{self.seeds[-1]}"
+        if self.seeds != tuple(range(self.seeds[0], self.seeds[-1] + 1)):
+            seeds = ",".join(map(str, self.seeds))
+        words = [
+            "gradlab", "calibrate", f"task={self.task}", f"ladder={self.ladder.name}",
+            f"regime={self.base_regime}", *self.extra, f"runtime.results_dir={self.results_dir}",
+            "--seeds", seeds, "--rule", f"{self.rule:g}",
+        ]  # fmt: skip
+        return shlex.join(words)
+
+
+def _rung_overrides(
+    cal: Calibration | _Inputs, settings: dict[str, str], results_dir: Path | None = None
+) -> list[str]:
+    return [
+        f"ablation={ABLATION}",
+        f"task={cal.task}",
+        f"regime={cal.base_regime}",
+        *cal.extra,
+        *(f"{k}={v}" for k, v in settings.items()),
+        "variant=none",
+        f"seed={','.join(map(str, cal.seeds))}",
+        f"runtime.results_dir={(results_dir or cal.results_dir) / cal.task}",
+    ]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Inputs:
+    task: str
+    base_regime: str
+    extra: tuple[str, ...]
+    seeds: tuple[int, ...]
+    results_dir: Path
+
+
+def _split(overrides: Sequence[str]) -> tuple[dict[str, str], list[str], Path]:
+    """``(task/ladder/regime choices, the other overrides, runtime.results_dir)``."""
+    own: dict[str, str] = {}
+    extra: list[str] = []
+    results_dir = Path("results")
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"override {item!r} is not of the form key=value (e.g. task=catch)")
+        if key in _OWN_KEYS:
+            own[key] = value
+        elif key == "runtime.results_dir":
+            results_dir = Path(value)
+        elif key in ("variant", "seed", "ablation") or key.startswith("variant."):
+            raise ConfigError(
+                f"{item!r} cannot be given: a calibration runs variant=none on its own seeds "
+                "(--seeds) under ablation=calibration"
+            )
+        else:
+            extra.append(item)
+    return own, extra, results_dir
+
+
+def _compose_values(
+    config_dir: Path, overrides: list[str], keys: Sequence[str], job: Job
+) -> dict[str, Any]:
+    """The base setting's value of each key (Hydra's compose, as a job's config is built)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+
+    from experiments.config import register_schema
+    from experiments.config_errors import composition_error
+
+    if not keys:
+        return {}
+    register_schema(job.muzero_schema)
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
+            cfg = compose("config", overrides=overrides)
+    except ConfigError:
+        raise
+    except Exception as err:  # noqa: BLE001 - Hydra's and OmegaConf's errors, as one line
+        raise composition_error(err) from None
+    finally:
+        GlobalHydra.instance().clear()
+    values = {}
+    for key in keys:
+        value = OmegaConf.select(cfg, key, default=None)
+        if value is None:
+            raise ConfigError(f"the ladder multiplies {key}, which the config does not set")
+        values[key] = value
+    return values
+
+
+def prepare(
+    overrides: Sequence[str],
+    *,
+    seeds: str = DEFAULT_SEEDS,
+    study_seeds: str | None = None,
+    rule: float = 0.4,
+    config_dir: str | Path,
+    job: Job = MUZERO,
+) -> Calibration:
+    """Checks a calibration's inputs and plans every rung's jobs; writes nothing.
+
+    Args:
+      overrides: ``task=NAME`` (required), ``ladder=NAME`` (default ``default``), ``regime=NAME``
+        (the base, default ``tuned``), ``runtime.results_dir=R``, and any other override, given
+        to every run.
+      seeds: the calibration seeds (``100-109``, ``100,101``, ``range(100,110)``).
+      study_seeds: seeds of a study the calibration must not share, besides those of
+        ``conf/study/`` and ``conf/ablation/`` presets.
+      rule: the fraction of seeds, in [0, 1].
+      config_dir: the config folder.
+      job: the job (a stand-in in tests).
+
+    Raises:
+      ConfigError: an unregistered task, unknown ladder or regime, seeds shared with a study, a
+        rule outside [0, 1], or any rung's bad override.
+    """
+    config_dir = Path(config_dir).resolve()
+    own, extra, results_dir = _split(overrides)
+    if "task" not in own:
+        from experiments.tasks.registry import task_names
+
+        raise ConfigError(
+            f"gradlab calibrate needs task=NAME; choose one of: {', '.join(task_names())}"
+        )
+    task = task_facts(own["task"]).name
+    ladder = load_ladder(config_dir, own.get("ladder", "default"))
+    base_regime = own.get("regime", "tuned")
+    regimes = planning.group_options(config_dir, "regime")
+    if base_regime not in regimes:
+        raise unknown_choice("regime", base_regime, regimes)
+    rule = check_rule(rule)
+    calibration_seeds = parse_seeds(seeds, what="--seeds")
+    studies = dict(preset_seeds(config_dir, skip=[ABLATION]))
+    if study_seeds is not None:
+        studies["--study-seeds"] = parse_seeds(study_seeds, what="--study-seeds")
+    check_disjoint(calibration_seeds, studies)
+
+    inputs = _Inputs(task, base_regime, tuple(extra), calibration_seeds, results_dir)
+    base_overrides = [f"task={task}", f"regime={base_regime}", *extra]
+    base = _compose_values(config_dir, base_overrides, times_keys(ladder), job)
+    settings = tuple(rung_settings(ladder, i, base) for i in range(len(ladder.rungs)))
+    jobs = tuple(
+        tuple(
+            planning.plan(_rung_overrides(inputs, s), multirun=True, config_dir=config_dir, job=job)
+        )
+        for s in settings
+    )
+    from omegaconf import OmegaConf
+
+    base_yaml = OmegaConf.to_container(
+        OmegaConf.load(config_dir / "regime" / f"{base_regime}.yaml")
+    )
+    return Calibration(
+        task=task,
+        ladder=ladder,
+        seeds=calibration_seeds,
+        rule=rule,
+        base_regime=base_regime,
+        extra=tuple(extra),
+        results_dir=results_dir,
+        config_dir=config_dir,
+        settings=settings,
+        jobs=jobs,
+        base_settings=dict(base_yaml or {}),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """What a calibration ended with.
+
+    Attributes:
+      status: ``chosen``, ``exhausted`` (no rung met the rule) or ``incomplete`` (a rung's runs
+        did not all finish).
+      record: the record written (``calibration.json``).
+      preset_kept: a different ``conf/regime/calibrated/TASK.yaml`` was there and was kept (the
+        new preset is only beside the record).
+    """
+
+    status: str
+    record: dict[str, Any]
+    preset_kept: bool = False
+
+
+def _rung_record(cal: Calibration, index: int, counts: Any, meets: bool) -> dict[str, Any]:
+    return {
+        "name": cal.ladder.rungs[index].name,
+        "settings": cal.settings[index],
+        "counts": dataclasses.asdict(counts),
+        "meets_rule": meets,
+        "jobs": [j.name for j in cal.jobs[index]],
+    }
+
+
+def _preset_header(cal: Calibration, index: int, counts: Any) -> list[str]:
+    rung = cal.ladder.rungs[index]
+    seeds = f"{cal.seeds[0]}-{cal.seeds[-1]}"
+    lines = [
+        f"Calibrated for task={cal.task} by gradlab calibrate: ladder {cal.ladder.name}, rung "
+        f"{index + 1} ({rung.name}) on top of regime {cal.base_regime}:",
+        f"variant none unstable in {counts.unstable}/{counts.runs} of seeds {seeds} "
+        f"({counts.diverged} diverged, {counts.collapsed} collapsed); rule >= {cal.rule:g}.",
+        f"Record: {cal.folder / 'calibration.md'}",
+    ]
+    settings = _plain(cal)
+    if settings:
+        text = " ".join(f"{k}={v}" for k, v in settings.items())
+        lines.append(f"Calibrated with {text} (in the settings below).")
+    return lines
+
+
+def run_calibration(
+    cal: Calibration,
+    run_sweep: Callable[[list[str]], None],
+    *,
+    echo: Callable[[str], None] = print,
+) -> Outcome:
+    """Runs the ladder rung by rung until the rule is met; writes the record and the preset.
+
+    Args:
+      cal: from :func:`prepare`.
+      run_sweep: runs one sweep given its overrides (``gradlab sweep``'s function); finished
+        runs are skipped by it, which is how a calibration resumes.
+      echo: where progress lines go.
+
+    Returns:
+      The :class:`Outcome`.
+    """
+    has_threshold = task_facts(cal.task).threshold is not None
+    record: dict[str, Any] = {
+        "version": RECORD_VERSION,
+        "task": cal.task,
+        "ladder": cal.ladder.name,
+        "ladder_description": cal.ladder.description,
+        "base_regime": cal.base_regime,
+        "rule": cal.rule,
+        "seeds": list(cal.seeds),
+        "extra_overrides": list(cal.extra),
+        "command": cal.command(),
+        "rungs": [],
+        "status": "running",
+        "chosen_rung": None,
+        "regime": None,
+        "preset": None,
+    }
+    total = len(cal.ladder.rungs)
+    for index, rung in enumerate(cal.ladder.rungs):
+        text = " ".join(f"{k}={v}" for k, v in cal.settings[index].items())
+        echo(f"rung {index + 1}/{total} {rung.name}: {text} ({len(cal.seeds)} seeds)")
+        run_sweep(cal.sweep_overrides(index))
+        summaries = [store.read_summary(j.job_dir) for j in cal.jobs[index]]
+        counts = count_rung(summaries, has_threshold=has_threshold)
+        complete = counts.finished == counts.runs
+        meets = complete and meets_rule(counts, cal.rule)
+        record["rungs"].append(_rung_record(cal, index, counts, meets))
+        never = "n/a" if counts.never_learned is None else counts.never_learned
+        echo(
+            f"rung {index + 1}/{total} {rung.name}: unstable {counts.unstable}/{counts.runs} "
+            f"(diverged {counts.diverged}, collapsed {counts.collapsed}, never learned {never})"
+            + ("" if complete else f"; {counts.runs - counts.finished} runs did not finish")
+        )
+        if not complete:
+            record["status"] = "incomplete"
+            write_record(cal.folder, record)
+            return Outcome("incomplete", record)
+        if meets:
+            return _choose(cal, index, counts, record)
+        write_record(cal.folder, record)
+    record["status"] = "exhausted"
+    write_record(cal.folder, record)
+    return Outcome("exhausted", record)
+
+
+def _choose(cal: Calibration, index: int, counts: Any, record: dict[str, Any]) -> Outcome:
+    text = preset_text(
+        {**_plain(cal), **cal.settings[index]},
+        header=_preset_header(cal, index, counts),
+        base=cal.base_settings,
+    )
+    copy = cal.folder / "regime.yaml"
+    store.write_text_atomic(copy, text)
+    kept = cal.preset_path.exists() and not _same_preset(cal.preset_path.read_text(), text)
+    if not kept:
+        cal.preset_path.parent.mkdir(parents=True, exist_ok=True)
+        store.write_text_atomic(cal.preset_path, text)
+    record.update(
+        status="chosen", chosen_rung=index + 1, regime=cal.regime, preset=str(cal.preset_path)
+    )
+    write_record(cal.folder, record)
+    return Outcome("chosen", record, preset_kept=kept)
+
+
+def _plain(cal: Calibration) -> dict[str, str]:
+    """The extra overrides that are settings, as ``key -> value``: not bookkeeping (``logger``,
+    ``runtime``), not a config group's choice (which a regime preset cannot hold as a value)."""
+    items = store.parse_overrides(cal.extra)
+    return {
+        k: v
+        for k, v in items.items()
+        if not store.is_bookkeeping(k) and not (cal.config_dir / k.split("/")[0]).is_dir()
+    }
+
+
+def _same_preset(old: str, new: str) -> bool:
+    """Same settings (comments aside)."""
+    import yaml
+
+    return yaml.safe_load(old) == yaml.safe_load(new)

@@ -1,0 +1,377 @@
+"""Tests of `gradlab calibrate`: ladders (experiments/ladder.py), seed lists (experiments/seeds.py),
+counts, rule and record (experiments/calibration_record.py), the protocol (experiments/calibrate.py)
+and the command (cli/calibrate.py) on the stand-in job. The real calibration is not a test
+(docs/calibration.md gives its command and counts)."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import _standin_job as standin
+import pytest
+import yaml
+
+from experiments import store
+from experiments.calibrate import prepare, run_calibration
+from experiments.calibration_record import (
+    RungCounts,
+    check_rule,
+    count_rung,
+    meets_rule,
+    preset_text,
+)
+from experiments.errors import ConfigError
+from experiments.ladder import Ladder, Rung, load_ladder, rung_settings
+from experiments.seeds import check_disjoint, parse_seeds, preset_seeds
+
+CONF = pathlib.Path(__file__).resolve().parents[1] / "conf"
+
+STANDIN_LADDER = """\
+# a stand-in ladder: the first rung changes nothing that matters, the second goes NaN at step 2
+rungs:
+  - name: heavier
+    times: {muzero.base_loss: 2}
+  - name: nan
+    overrides: [muzero.nan_at=2]
+"""
+
+
+# ---------------------------------------------------------------------------------------------
+# ladders
+
+
+def test_rungs_accumulate_and_times_multiply_the_base_not_the_rung_before():
+    ladder = Ladder(
+        "t",
+        "",
+        (
+            Rung("a", overrides=("x.k=10", "x.norm=none")),
+            Rung("b", times=(("x.lr", 2.0),)),
+            Rung("c", times=(("x.lr", 3.0),), overrides=("x.k=12",)),
+        ),
+    )
+    base = {"x.lr": 0.01}
+    assert rung_settings(ladder, 0, base) == {"x.k": "10", "x.norm": "none"}
+    assert rung_settings(ladder, 1, base) == {"x.k": "10", "x.norm": "none", "x.lr": "0.02"}
+    # 0.01 * 3 = 0.030000000000000002 in floating point; rounded to 12 digits: 0.03, not 0.06
+    # (x3 of the base, not of rung b's 0.02); x.k given again replaces 10
+    assert rung_settings(ladder, 2, base) == {"x.norm": "none", "x.k": "12", "x.lr": "0.03"}
+
+
+def test_times_of_a_value_that_is_not_a_number_is_refused():
+    ladder = Ladder("t", "", (Rung("a", times=(("x.mode", 2.0),)),))
+    with pytest.raises(ConfigError, match="multiplies x.mode, whose base value is 'none'"):
+        rung_settings(ladder, 0, {"x.mode": "none"})
+
+
+def test_default_ladder_rederives_todays_catch_stress_regime():
+    cal = prepare(["task=catch"], config_dir=CONF)
+    assert [r.name for r in cal.ladder.rungs][:3] == ["long_unroll_no_norm", "lr_x2", "lr_x3"]
+    # docs/stress_calibration.md's ladder 1-3 on Catch's Adam at 0.01: 0.02 (x2), 0.03 (x3)
+    assert cal.settings[1]["muzero.learning_rate"] == "0.02"
+    assert cal.settings[2] == {
+        "muzero.unroll_steps": "10",
+        "muzero.network.normalisation": "none",
+        "muzero.learning_rate": "0.03",
+    }
+    text = preset_text(cal.settings[2], header=["x"], base=cal.base_settings)
+    stress = yaml.safe_load((CONF / "regime" / "stress.yaml").read_text())
+    assert yaml.safe_load(text) == stress
+    assert cal.seeds == tuple(range(100, 110)) and cal.rule == 0.4
+    assert len(cal.jobs[2]) == 10 and not any(j.job_dir.exists() for j in cal.jobs[2])
+
+
+def test_default_ladder_is_relative_to_the_task():
+    cal = prepare(["task=cartpole"], config_dir=CONF)
+    # CartPole's preset: Adam at 0.005; x3 = 0.015; rung 5 (after rewards x10): x5 = 0.025
+    assert cal.settings[2]["muzero.learning_rate"] == "0.015"
+    assert cal.settings[4]["muzero.learning_rate"] == "0.025"
+    assert cal.settings[4]["task.reward_scale"] == "10.0"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("rungs: []\n", "has no rungs"),
+        ("steps: 1\n", "needs a list 'rungs'"),
+        ("rungs:\n  - {name: a}\n", "rung 'a' changes nothing"),
+        ("rungs:\n  - {overrides: [a=1]}\n", "rung 1 needs a name"),
+        ("rungs:\n  - {name: a, times: {x: -2}}\n", "times x=-2; expected a finite number > 0"),
+        ("rungs:\n  - {name: a, overrides: [a1]}\n", "overrides must be a list of key=value"),
+        ("rungs:\n  - {name: a, overrides: [a=1]}\n  - {name: a, overrides: [a=2]}\n", "differ"),
+        ("rungs:\n  - {name: a, over: [a=1]}\n", "must be a mapping of name, overrides"),
+    ],
+)
+def test_malformed_ladders_are_one_line(tmp_path, text, message):
+    (tmp_path / "ladder").mkdir()
+    (tmp_path / "ladder" / "bad.yaml").write_text(text)
+    with pytest.raises(ConfigError, match=message) as err:
+        load_ladder(tmp_path, "bad")
+    assert "\n" not in str(err.value)
+
+
+def test_unknown_ladder_names_the_choices():
+    with pytest.raises(ConfigError, match=r"^unknown ladder 'nope'; choose one of: default$"):
+        load_ladder(CONF, "nope")
+
+
+# ---------------------------------------------------------------------------------------------
+# seeds
+
+
+@pytest.mark.parametrize(
+    ("spec", "seeds"),
+    [
+        ("100-109", tuple(range(100, 110))),
+        ("100-100", (100,)),
+        ("range(3,5)", (3, 4)),
+        ("range(5)", (0, 1, 2, 3, 4)),
+        ("7,3,7", (7, 3)),
+        ([1, 2], (1, 2)),
+    ],
+)
+def test_seed_lists(spec, seeds):
+    assert parse_seeds(spec) == seeds
+
+
+@pytest.mark.parametrize("spec", ["5-3", "a-b", "1.5", "-3", "", "range(4,4)", [1, -1]])
+def test_bad_seed_lists_are_refused(spec):
+    with pytest.raises(ConfigError, match="seeds"):
+        parse_seeds(spec)
+
+
+def test_overlap_with_a_study_is_refused_naming_it():
+    check_disjoint((100, 101), {"study/s": tuple(range(5))})
+    with pytest.raises(ConfigError) as err:
+        check_disjoint(tuple(range(100, 110)), {"study/s": (0, 1), "--study-seeds": (105, 120)})
+    assert str(err.value) == (
+        "calibration seeds 100-109 overlap the seeds of --study-seeds (105,120) at 105; choose "
+        "seeds outside every study's, e.g. --seeds 100-109"
+    )
+
+
+def test_study_and_ablation_presets_declare_seeds():
+    seeds = preset_seeds(CONF, skip=["calibration"])
+    assert seeds["ablation/hidden_scale"] == (0, 1, 2, 3, 4)
+    assert "ablation/calibration" not in seeds
+    if (CONF / "study" / "catch_stress.yaml").is_file():
+        assert seeds["study/catch_stress"] == tuple(range(1000, 1070))
+
+
+# ---------------------------------------------------------------------------------------------
+# counts and the rule
+
+
+def _summary(status="completed", *, diverged=0, collapsed=0, reached=1):
+    unstable = 1 if diverged else collapsed
+    return {
+        "status": status,
+        "stability": {
+            "diverged": diverged,
+            "collapsed": collapsed,
+            "unstable": unstable,
+            "reached_threshold": reached,
+        },
+    }
+
+
+def test_counts_by_hand():
+    summaries = [
+        _summary(diverged=1, collapsed=1, reached=0),  # diverged (its collapse not counted again)
+        _summary("diverged", diverged=1, collapsed=None, reached=1),
+        _summary(collapsed=1, reached=1),
+        _summary(reached=0),  # stable, never learned
+        _summary(collapsed=None, reached=0),  # no evaluation: undetermined
+        _summary("failed"),  # not finished
+        None,  # never ran
+    ]
+    summaries[4]["stability"]["unstable"] = None
+    counts = count_rung(summaries, has_threshold=True)
+    # unstable = 2 diverged + 1 collapsed; never learned among the 5 finished: runs 0, 3, 4
+    assert counts == RungCounts(
+        runs=7, finished=5, unstable=3, diverged=2, collapsed=1, never_learned=3, undetermined=1
+    )
+    assert count_rung(summaries, has_threshold=False).never_learned is None
+
+
+def test_rule_is_exact_at_the_boundary():
+    def counts(unstable, runs=10):
+        return RungCounts(runs, runs, unstable, unstable, 0, None, 0)
+
+    # 0.3 * 10 = 3.0000000000000004 in floating point: 3 of 10 must still meet 0.3
+    assert meets_rule(counts(3), 0.3) and not meets_rule(counts(2), 0.3)
+    assert meets_rule(counts(4), 0.4) and not meets_rule(counts(3), 0.4)
+    assert meets_rule(counts(0), 0.0) and not meets_rule(counts(9), 1.0)
+    assert not meets_rule(counts(0, runs=0), 0.0)
+
+
+@pytest.mark.parametrize("rule", [-0.1, 1.5, float("nan"), True])
+def test_rule_outside_0_1_is_refused(rule):
+    with pytest.raises(ConfigError, match="is out of range; expected a fraction in \\[0, 1\\]"):
+        check_rule(rule)
+
+
+# ---------------------------------------------------------------------------------------------
+# the protocol, with a run_sweep that writes the runs' summaries (the edge of the unit)
+
+
+@pytest.fixture
+def conf(standin_env):
+    conf = pathlib.Path(standin_env.conf)
+    (conf / "ladder" / "standin.yaml").write_text(STANDIN_LADDER)
+    return conf
+
+
+def _writer(cal, verdicts):
+    """A run_sweep that writes, for rung i, summaries with ``verdicts[i]`` per seed."""
+    calls = []
+
+    def run_sweep(overrides):
+        index = len(calls)
+        calls.append(overrides)
+        for job, summary in zip(cal.jobs[index], verdicts[index], strict=True):
+            if summary is not None:
+                job.job_dir.mkdir(parents=True, exist_ok=True)
+                store.write_json_atomic(job.job_dir / "summary.json", summary)
+
+    return run_sweep, calls
+
+
+def _prepare(conf, tmp_path, *more, seeds="100-104"):
+    args = ["task=catch", "ladder=standin", "logger=none", f"runtime.results_dir={tmp_path}/r"]
+    return prepare([*args, *more], seeds=seeds, config_dir=conf, job=standin.JOB)
+
+
+def test_stops_at_the_first_rung_meeting_the_rule(conf, tmp_path):
+    cal = _prepare(conf, tmp_path)
+    stable, bad = _summary(), _summary("diverged", diverged=1)
+    run_sweep, calls = _writer(cal, [[stable] * 5, [bad, bad, stable, stable, stable]])
+    outcome = run_calibration(cal, run_sweep, echo=lambda line: None)
+    assert outcome.status == "chosen" and len(calls) == 2  # 2/5 = 0.4 >= 0.4
+    assert calls[1][:3] == ["ablation=calibration", "task=catch", "regime=tuned"]
+    assert "muzero.nan_at=2" in calls[1] and "seed=100,101,102,103,104" in calls[1]
+    record = json.loads((cal.folder / "calibration.json").read_text())
+    assert record["status"] == "chosen" and record["chosen_rung"] == 2
+    assert record["regime"] == "calibrated/catch"
+    assert [r["counts"]["unstable"] for r in record["rungs"]] == [0, 2]
+    assert [r["counts"]["diverged"] for r in record["rungs"]] == [0, 2]
+    preset = yaml.safe_load((conf / "regime" / "calibrated" / "catch.yaml").read_text())
+    # 1.0 x 2 on the first rung, NaN at 2 on the second; logger=none is bookkeeping, left out
+    assert preset == {"muzero": {"base_loss": 2.0, "nan_at": 2}}
+    assert (cal.folder / "regime.yaml").read_text() == (
+        conf / "regime" / "calibrated" / "catch.yaml"
+    ).read_text()
+    md = (cal.folder / "calibration.md").read_text()
+    assert "| 2 nan | `muzero.base_loss=2.0` `muzero.nan_at=2` | **2/5** | 2 | 0 | 0 | 5/5 |" in md
+
+
+def test_out_of_rungs_writes_the_record_and_no_regime(conf, tmp_path):
+    cal = _prepare(conf, tmp_path)
+    stable = _summary()
+    one = _summary("diverged", diverged=1)
+    run_sweep, calls = _writer(cal, [[stable] * 5, [one] + [stable] * 4])  # 1/5 < 0.4
+    outcome = run_calibration(cal, run_sweep, echo=lambda line: None)
+    assert outcome.status == "exhausted" and len(calls) == 2
+    record = json.loads((cal.folder / "calibration.json").read_text())
+    assert record["status"] == "exhausted" and record["regime"] is None
+    assert not (conf / "regime" / "calibrated").exists()
+    assert (
+        "the ladder ran out of rungs, and no regime was written"
+        in (cal.folder / "calibration.md").read_text()
+    )
+
+
+def test_unfinished_runs_stop_the_calibration_undecided(conf, tmp_path):
+    cal = _prepare(conf, tmp_path)
+    bad = _summary("diverged", diverged=1)
+    run_sweep, calls = _writer(cal, [[bad, bad, bad, _summary("failed"), None]])
+    outcome = run_calibration(cal, run_sweep, echo=lambda line: None)
+    assert outcome.status == "incomplete" and len(calls) == 1  # 3/5 unstable, 2 not finished
+    assert not (conf / "regime" / "calibrated").exists()
+
+
+def test_a_different_existing_preset_is_kept(conf, tmp_path):
+    old = conf / "regime" / "calibrated" / "catch.yaml"
+    old.parent.mkdir(parents=True)
+    old.write_text("# @package _global_\nmuzero:\n  base_loss: 9.0\n")
+    cal = _prepare(conf, tmp_path)
+    bad = _summary("diverged", diverged=1)
+    run_sweep, _ = _writer(cal, [[bad] * 5])
+    outcome = run_calibration(cal, run_sweep, echo=lambda line: None)
+    assert outcome.status == "chosen" and outcome.preset_kept
+    assert "9.0" in old.read_text()
+    assert yaml.safe_load((cal.folder / "regime.yaml").read_text()) == {
+        "muzero": {"base_loss": 2.0}
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# the command
+
+
+def _calibrate(standin_env, conf, *args):
+    res = standin_env.res
+    common = ["calibrate", "task=catch", "logger=none", f"runtime.results_dir={res}"]
+    return standin_env.invoke([*common, *args, "--config-dir", conf])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["ladder=nope"], "unknown ladder 'nope'; choose one of: badkey, default, standin"),
+        (["task=pong"], "unknown task 'pong'; choose one of: asterix, breakout, cartpole, catch"),
+        (["--seeds", "1000-1009"], "overlap the seeds of study/catch_stress"),
+        (["--seeds", "0-9"], "overlap the seeds of ablation/"),
+        (["--study-seeds", "100-200"], "overlap the seeds of --study-seeds (100-200)"),
+        (["--rule", "1.5"], "--rule 1.5 is out of range; expected a fraction in [0, 1]"),
+        (["--rule", "-0.5"], "--rule -0.5 is out of range"),
+        (["regime=nope"], "unknown regime 'nope'; choose one of: "),
+        (["variant=clipnorm"], "'variant=clipnorm' cannot be given"),
+        (["--seeds", "9-1"], "--seeds '9-1' is empty"),
+        (["ladder=badkey"], "muzero.no_such_key"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(standin_env, conf, args, message):
+    (conf / "ladder" / "badkey.yaml").write_text(
+        "rungs:\n  - {name: a, overrides: [muzero.no_such_key=1]}\n"
+    )
+    if "--seeds" in args and args[1] == "1000-1009" and not (conf / "study").is_dir():
+        pytest.skip("no study preset in this config folder")
+    before = sorted(p.relative_to(conf) for p in conf.rglob("*"))
+    result = _calibrate(standin_env, conf, *args)
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], lines
+    assert not standin_env.res.exists()
+    assert sorted(p.relative_to(conf) for p in conf.rglob("*")) == before
+
+
+def test_task_is_required(standin_env, conf):
+    result = standin_env.invoke(["calibrate", "--config-dir", conf])
+    assert result.exit_code == 2
+    assert "gradlab calibrate needs task=NAME; choose one of: asterix" in result.output
+
+
+def test_help_says_what_it_writes(standin_env):
+    result = standin_env.invoke(["calibrate", "--help"])
+    assert result.exit_code == 0
+    for text in ("--rule", "--seeds", "--study-seeds", "calibrated/TASK", "Examples"):
+        assert text in result.output
+
+
+def test_calibrate_end_to_end_and_resume(standin_env, conf):
+    # Real stand-in sweeps, 1 seed: rung 1 completes (0/1 unstable), rung 2 goes NaN (1/1).
+    args = ["ladder=standin", "--seeds", "100-100", "--jobs", "1"]
+    result = _calibrate(standin_env, conf, *args)
+    assert result.exit_code == 0, result.output
+    assert "rung 1/2 heavier: unstable 0/1" in result.output
+    assert "rung 2/2 nan: unstable 1/1 (diverged 1, collapsed 0, never learned 1)" in result.output
+    assert "regime=calibrated/catch" in result.output
+    folder = standin_env.res / "catch" / "calibration"
+    record = json.loads((folder / "calibration.json").read_text())
+    assert record["status"] == "chosen" and record["chosen_rung"] == 2
+    again = _calibrate(standin_env, conf, *args)  # resumes: every run is skipped
+    assert again.exit_code == 0, again.output
+    assert again.output.count("1 skipped") == 2
+    assert json.loads((folder / "calibration.json").read_text())["rungs"] == record["rungs"]
