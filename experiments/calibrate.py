@@ -39,7 +39,7 @@ from experiments.calibration_record import (
 )
 from experiments.errors import ConfigError, unknown_choice
 from experiments.job import MUZERO, Job
-from experiments.ladder import Ladder, load_ladder, rung_settings, times_keys
+from experiments.ladder import Ladder, base_values, load_ladder, rung_settings, times_keys
 from experiments.seeds import check_disjoint, parse_seeds, preset_seeds
 from experiments.tasks.registry import task_facts
 
@@ -121,9 +121,7 @@ class Calibration:
         return shlex.join(words)
 
 
-def _rung_overrides(
-    cal: Calibration | _Inputs, settings: dict[str, str], results_dir: Path | None = None
-) -> list[str]:
+def _rung_overrides(cal: Calibration, settings: dict[str, str]) -> list[str]:
     return [
         f"ablation={ABLATION}",
         f"task={cal.task}",
@@ -132,17 +130,8 @@ def _rung_overrides(
         *(f"{k}={v}" for k, v in settings.items()),
         "variant=none",
         f"seed={','.join(map(str, cal.seeds))}",
-        f"runtime.results_dir={(results_dir or cal.results_dir) / cal.task}",
+        f"runtime.results_dir={cal.results_dir / cal.task}",
     ]
-
-
-@dataclasses.dataclass(frozen=True)
-class _Inputs:
-    task: str
-    base_regime: str
-    extra: tuple[str, ...]
-    seeds: tuple[int, ...]
-    results_dir: Path
 
 
 def _split(overrides: Sequence[str]) -> tuple[dict[str, str], list[str], Path]:
@@ -166,39 +155,6 @@ def _split(overrides: Sequence[str]) -> tuple[dict[str, str], list[str], Path]:
         else:
             extra.append(item)
     return own, extra, results_dir
-
-
-def _compose_values(
-    config_dir: Path, overrides: list[str], keys: Sequence[str], job: Job
-) -> dict[str, Any]:
-    """The base setting's value of each key (Hydra's compose, as a job's config is built)."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-    from omegaconf import OmegaConf
-
-    from experiments.config import register_schema
-    from experiments.config_errors import composition_error
-
-    if not keys:
-        return {}
-    register_schema(job.muzero_schema)
-    GlobalHydra.instance().clear()
-    try:
-        with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
-            cfg = compose("config", overrides=overrides)
-    except ConfigError:
-        raise
-    except Exception as err:  # noqa: BLE001 - Hydra's and OmegaConf's errors, as one line
-        raise composition_error(err) from None
-    finally:
-        GlobalHydra.instance().clear()
-    values = {}
-    for key in keys:
-        value = OmegaConf.select(cfg, key, default=None)
-        if value is None:
-            raise ConfigError(f"the ladder multiplies {key}, which the config does not set")
-        values[key] = value
-    return values
 
 
 def prepare(
@@ -248,22 +204,10 @@ def prepare(
         studies["--study-seeds"] = parse_seeds(study_seeds, what="--study-seeds")
     check_disjoint(calibration_seeds, studies)
 
-    inputs = _Inputs(task, base_regime, tuple(extra), calibration_seeds, results_dir)
-    base_overrides = [f"task={task}", f"regime={base_regime}", *extra]
-    base = _compose_values(config_dir, base_overrides, times_keys(ladder), job)
-    settings = tuple(rung_settings(ladder, i, base) for i in range(len(ladder.rungs)))
-    jobs = tuple(
-        tuple(
-            planning.plan(_rung_overrides(inputs, s), multirun=True, config_dir=config_dir, job=job)
-        )
-        for s in settings
-    )
     from omegaconf import OmegaConf
 
-    base_yaml = OmegaConf.to_container(
-        OmegaConf.load(config_dir / "regime" / f"{base_regime}.yaml")
-    )
-    return Calibration(
+    base_yaml = OmegaConf.load(config_dir / "regime" / f"{base_regime}.yaml")
+    cal = Calibration(
         task=task,
         ladder=ladder,
         seeds=calibration_seeds,
@@ -272,10 +216,19 @@ def prepare(
         extra=tuple(extra),
         results_dir=results_dir,
         config_dir=config_dir,
-        settings=settings,
-        jobs=jobs,
-        base_settings=dict(base_yaml or {}),
+        settings=(),
+        jobs=(),
+        base_settings=dict(OmegaConf.to_container(base_yaml) or {}),
     )
+    base = base_values(
+        config_dir, [f"task={task}", f"regime={base_regime}", *extra], times_keys(ladder), job
+    )
+    settings = tuple(rung_settings(ladder, i, base) for i in range(len(ladder.rungs)))
+    jobs = tuple(
+        tuple(planning.plan(_rung_overrides(cal, s), multirun=True, config_dir=config_dir, job=job))
+        for s in settings
+    )
+    return dataclasses.replace(cal, settings=settings, jobs=jobs)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -21,13 +21,24 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from experiments.errors import ConfigError, unknown_choice
 
-__all__ = ["Ladder", "Rung", "ladder_names", "load_ladder", "rung_settings", "times_keys"]
+if TYPE_CHECKING:
+    from experiments.job import Job
+
+__all__ = [
+    "Ladder",
+    "Rung",
+    "base_values",
+    "ladder_names",
+    "load_ladder",
+    "rung_settings",
+    "times_keys",
+]
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
@@ -166,3 +177,41 @@ def rung_settings(
             settings.pop(key, None)
             settings[key] = repr(_rounded(float(value) * factor))
     return settings
+
+
+def base_values(
+    config_dir: Path, overrides: list[str], keys: Sequence[str], job: Job
+) -> dict[str, Any]:
+    """The value of each key in the config ``overrides`` compose to (Hydra's compose on the
+    job's registered schema, as a job's config is built): what ``times`` multiplies.
+
+    Raises:
+      ConfigError: the overrides do not compose, or a key is not set.
+    """
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+
+    from experiments.config import register_schema
+    from experiments.config_errors import composition_error
+
+    if not keys:
+        return {}
+    register_schema(job.muzero_schema)
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
+            cfg = compose("config", overrides=overrides)
+    except ConfigError:
+        raise
+    except Exception as err:  # noqa: BLE001 - Hydra's and OmegaConf's errors, as one line
+        raise composition_error(err) from None
+    finally:
+        GlobalHydra.instance().clear()
+    values = {}
+    for key in keys:
+        value = OmegaConf.select(cfg, key, default=None)
+        if value is None:
+            raise ConfigError(f"the ladder multiplies {key}, which the config does not set")
+        values[key] = value
+    return values

@@ -319,7 +319,10 @@ def _calibrate(standin_env, conf, *args):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["ladder=nope"], "unknown ladder 'nope'; choose one of: badkey, default, standin"),
+        (
+            ["ladder=nope"],
+            "unknown ladder 'nope'; choose one of: badkey, badtimes, default, standin",
+        ),
         (["task=pong"], "unknown task 'pong'; choose one of: asterix, breakout, cartpole, catch"),
         (["--seeds", "1000-1009"], "overlap the seeds of study/catch_stress"),
         (["--seeds", "0-9"], "overlap the seeds of ablation/"),
@@ -330,11 +333,15 @@ def _calibrate(standin_env, conf, *args):
         (["variant=clipnorm"], "'variant=clipnorm' cannot be given"),
         (["--seeds", "9-1"], "--seeds '9-1' is empty"),
         (["ladder=badkey"], "muzero.no_such_key"),
+        (["ladder=badtimes"], "the ladder multiplies muzero.gone, which the config does not set"),
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(standin_env, conf, args, message):
     (conf / "ladder" / "badkey.yaml").write_text(
         "rungs:\n  - {name: a, overrides: [muzero.no_such_key=1]}\n"
+    )
+    (conf / "ladder" / "badtimes.yaml").write_text(
+        "rungs:\n  - {name: a, times: {muzero.gone: 2}}\n"
     )
     if "--seeds" in args and args[1] == "1000-1009" and not (conf / "study").is_dir():
         pytest.skip("no study preset in this config folder")
