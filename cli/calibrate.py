@@ -44,13 +44,13 @@ def calibrate(
         ),
     ] = None,
     rule: Annotated[
-        float,
+        str,
         typer.Option(
             "--rule",
             help="Stop at the first rung whose variant=none runs are unstable (diverged or "
             "collapsed) in at least this fraction of the seeds, in [0, 1].",
         ),
-    ] = 0.4,
+    ] = "0.4",
     jobs: Annotated[
         str,
         typer.Option("--jobs", "-j", help="Runs at once, as gradlab sweep --jobs: auto or N."),

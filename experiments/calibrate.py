@@ -162,7 +162,7 @@ def prepare(
     *,
     seeds: str = DEFAULT_SEEDS,
     study_seeds: str | None = None,
-    rule: float = 0.4,
+    rule: float | str = 0.4,
     config_dir: str | Path,
     job: Job = MUZERO,
 ) -> Calibration:

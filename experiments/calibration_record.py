@@ -73,8 +73,15 @@ def count_rung(summaries: Sequence[Mapping[str, Any] | None], *, has_threshold: 
     )
 
 
-def check_rule(rule: float) -> float:
-    """The rule's fraction, refused outside [0, 1] (or not a number)."""
+def check_rule(rule: float | str) -> float:
+    """The rule's fraction (a number, or its text), refused outside [0, 1] or not a number."""
+    if isinstance(rule, str):
+        try:
+            rule = float(rule)
+        except ValueError:
+            raise ConfigError(
+                f"--rule {rule!r} is not a number; expected a fraction in [0, 1]"
+            ) from None
     if isinstance(rule, bool) or not isinstance(rule, int | float) or not 0.0 <= rule <= 1.0:
         raise ConfigError(f"--rule {rule!r} is out of range; expected a fraction in [0, 1]")
     return float(rule)

@@ -206,10 +206,14 @@ def test_rule_is_exact_at_the_boundary():
     assert not meets_rule(counts(0, runs=0), 0.0)
 
 
-@pytest.mark.parametrize("rule", [-0.1, 1.5, float("nan"), True])
+@pytest.mark.parametrize("rule", [-0.1, 1.5, float("nan"), True, "1.01", "nan"])
 def test_rule_outside_0_1_is_refused(rule):
     with pytest.raises(ConfigError, match="is out of range; expected a fraction in \\[0, 1\\]"):
         check_rule(rule)
+
+
+def test_rule_text_is_read_as_a_number():
+    assert check_rule("0.4") == 0.4 and check_rule("1") == 1.0 and check_rule(0) == 0.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -329,6 +333,7 @@ def _calibrate(standin_env, conf, *args):
         (["--study-seeds", "100-200"], "overlap the seeds of --study-seeds (100-200)"),
         (["--rule", "1.5"], "--rule 1.5 is out of range; expected a fraction in [0, 1]"),
         (["--rule", "-0.5"], "--rule -0.5 is out of range"),
+        (["--rule", "most"], "--rule 'most' is not a number; expected a fraction in [0, 1]"),
         (["regime=nope"], "unknown regime 'nope'; choose one of: "),
         (["variant=clipnorm"], "'variant=clipnorm' cannot be given"),
         (["--seeds", "9-1"], "--seeds '9-1' is empty"),
