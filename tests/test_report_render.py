@@ -320,12 +320,19 @@ def test_latex_compiles_and_fits_the_text_width(tmp_path):
     assert table.attrs["shown_keys"] == ["regime", "variant"]
     log = _compile(render(table, fmt="latex"), tmp_path)
     assert "Overfull \\hbox" not in log
-    # the check does see a table that is too wide: every metric at once
-    wide = summarize(results, metrics=["failed", "unstable", "diverged", "final_return",
-                                       "best_return", "return_auc", "steps_to_threshold",
-                                       "grad_norm_p99", "hidden_norm_growth"],
-                     n_resamples=99, diverged_return=-0.6)  # fmt: skip
-    assert "Overfull \\hbox" in _compile(render(wide, fmt="latex"), tmp_path)
+    # every metric at once: split over blocks of three metric columns, each within the width
+    every = ["failed", "unstable", "diverged", "final_return", "best_return", "return_auc",
+             "steps_to_threshold", "grad_norm_p99", "hidden_norm_growth"]  # fmt: skip
+    wide = render(summarize(results, metrics=every, n_resamples=99, diverged_return=-0.6),
+                  fmt="latex")  # fmt: skip
+    assert wide.count(r"\begin{tabular}{@{}") == 3 and wide.count(r"\caption{") == 1
+    assert "Overfull \\hbox" not in _compile(wide, tmp_path)
+    separated = summarize(load_results(_separated(tmp_path / "separated")), n_resamples=99)
+    assert "Overfull \\hbox" not in _compile(render(separated, fmt="latex"), tmp_path)
+    # the check does see a table that is too wide: a group name longer than the text width
+    _job(tmp_path / "long", "a", group={"variant": "x" * 120}, seed=0, stability={"unstable": 0})
+    long = summarize(load_results(tmp_path / "long"), metrics=["unstable"])
+    assert "Overfull \\hbox" in _compile(render(long, fmt="latex"), tmp_path)
 
 
 # --- CSV and JSON --------------------------------------------------------------------------------

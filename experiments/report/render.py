@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Sequence
 
 import pandas as pd
 
@@ -40,6 +41,7 @@ _ARROW = {True: " ↑", False: " ↓", None: ""}
 _TEX = {"↑": r"$\uparrow$", "↓": r"$\downarrow$", "≥": r"$\geq$", "α": r"$\alpha$"}
 _TEX.update({"—": "--", "–": "--", "Δ": r"$\Delta$", "∞": r"$\infty$", "×": r"$\times$"})
 _TEX.update({"−": "-", "<": "$<$"})
+_LATEX_METRICS = 3  # metric columns per LaTeX block: three stacked cells fit a 345pt text width
 
 
 def format_number(value: float) -> str:
@@ -99,6 +101,7 @@ def _interval(low: float, high: float, fmt=format_number) -> str:
 
 def _signed(value: float) -> str:
     """``+0.500``, ``-0.500`` (a difference shows its sign), ``0`` unsigned."""
+    value = value + 0.0  # -0.0 -> 0.0
     text = format_number(value)
     return f"+{text}" if math.isfinite(value) and value > 0 else text
 
@@ -143,20 +146,26 @@ def _p_adjusted(row: pd.Series, name: str, alpha: float) -> _Cell:
 
 
 def _columns(
-    table: pd.DataFrame, *, stacked: bool
+    table: pd.DataFrame,
+    *,
+    stacked: bool,
+    metrics: Sequence[str] | None = None,
+    excluded: bool = True,
 ) -> tuple[list[tuple[str, str]], list[list[_Cell]]]:
     """Headers ``(top, bottom)`` and rows of :class:`_Cell`.
 
     ``stacked`` (LaTeX): Δ and p_adj go below the estimate in its metric's cell rather than into
-    columns of their own, which keeps the table within the text width.
+    columns of their own, which keeps the table within the text width. ``metrics``: these only
+    (default: all); ``excluded``: the excluded runs' column, when any run was excluded.
     """
     attrs = table.attrs
+    metrics = attrs["metrics"] if metrics is None else metrics
     keys = attrs["shown_keys"] or ["group"]
     show_n = table["seeds"].nunique() > 1  # else the caption says n
-    notes = bool(table["excluded"].any())
+    notes = excluded and bool(table["excluded"].any())
     contrasts = attrs["baseline"] is not None
     headers = [("", k) for k in keys] + ([("", "n")] if show_n else [])
-    for name in attrs["metrics"]:
+    for name in metrics:
         metric = METRICS[name]
         top, bottom = metric.header
         unit = {"rate": "k/n", "time": "KM median"}.get(metric.kind, "")
@@ -172,7 +181,7 @@ def _columns(
     for _, row in table.iterrows():
         line = [_Cell((str(row[k]),)) for k in keys]
         line += [_Cell((str(row["seeds"]),))] if show_n else []
-        for name in attrs["metrics"]:
+        for name in metrics:
             cell = _estimate(row, name)
             if not contrasts:
                 line.append(cell)
@@ -211,8 +220,11 @@ def _stack(lines: list[str], align: str) -> str:
     return rf"\begin{{tabular}}[t]{{@{{}}{align}@{{}}}}{inner}{gap}\end{{tabular}}"
 
 
-def _latex(table: pd.DataFrame, *, caption_text: str | None, label: str | None) -> str:
-    headers, body = _columns(table, stacked=True)
+def _tabular(
+    table: pd.DataFrame, metrics: Sequence[str], *, excluded: bool
+) -> pd.io.formats.style.Styler:
+    """One LaTeX block: the keys and ``metrics``, each metric's cell stacked."""
+    headers, body = _columns(table, stacked=True, metrics=metrics, excluded=excluded)
     n_keys = len(table.attrs["shown_keys"] or ["group"])
     columns = pd.MultiIndex.from_tuples([(_tex(a), _tex(b)) for a, b in headers])
     cells = []
@@ -226,22 +238,31 @@ def _latex(table: pd.DataFrame, *, caption_text: str | None, label: str | None) 
             out.append(_stack(texts, "l" if j < n_keys else "r"))
         cells.append(out)
     styler = pd.DataFrame(cells, columns=columns).style.hide(axis="index")
-    styler = styler.set_table_styles(
-        [
-            {"selector": "footnotesize", "props": ":;"},
-            {"selector": "setlength", "props": r":{\tabcolsep}{2pt};"},
-        ],
-        overwrite=False,
-    )
+    return styler, "@{}" + "l" * n_keys + "r" * (len(headers) - n_keys) + "@{}"
+
+
+def _latex(table: pd.DataFrame, *, caption_text: str | None, label: str | None) -> str:
+    """One ``table`` float; with more than :data:`_LATEX_METRICS` metrics, their columns are split
+    over several ``tabular`` blocks one below the other (each with the keys), so the table keeps
+    within the text width of a one-column article."""
+    metrics = table.attrs["metrics"]
+    n_blocks = math.ceil(len(metrics) / _LATEX_METRICS)
+    size = math.ceil(len(metrics) / n_blocks)
+    blocks = [metrics[i : i + size] for i in range(0, len(metrics), size)]
     text = caption_text if caption_text is not None else table_caption(table, stacked=True)
-    return styler.to_latex(
-        hrules=True,
-        column_format="@{}" + "l" * n_keys + "r" * (len(headers) - n_keys) + "@{}",
-        caption=_tex(text),
-        label=label if label is not None else f"tab:{table.attrs['ablation'] or 'runs'}",
-        position_float="centering",
-        multicol_align="c",
+    label = label if label is not None else f"tab:{table.attrs['ablation'] or 'runs'}"
+    tabulars = []
+    for i, block in enumerate(blocks):
+        styler, column_format = _tabular(table, block, excluded=i == len(blocks) - 1)
+        tabulars.append(
+            styler.to_latex(hrules=True, column_format=column_format, multicol_align="c")
+        )
+    head = (
+        "\\begin{table}\n\\centering\n"
+        f"\\caption{{{_tex(text)}}}\n\\footnotesize\n\\setlength{{\\tabcolsep}}{{2pt}}\n"
+        f"\\label{{{label}}}\n"
     )
+    return head + "\\par\\medskip\n".join(tabulars) + "\\end{table}\n"
 
 
 def _markdown(table: pd.DataFrame) -> str:
