@@ -10,13 +10,14 @@ runs when there are any. An estimate is bold exactly when its printed ``p_adj`` 
 (:func:`~experiments.report.caption.table_caption`) names the runs, the rules, the contrasts, the
 tests, the correction and its m.
 
-Markdown: one column per item, caption below; stable (the same folder gives the same bytes).
-LaTeX: a pandas Styler table that compiles in a plain ``\\documentclass{article}`` with
+Markdown: one column per item, caption below; stable (the same folder gives the same bytes). LaTeX:
+a pandas Styler table that compiles in a plain ``\\documentclass{article}`` with
 ``\\usepackage{booktabs}`` and nothing else: ``\\footnotesize``, narrow column gaps, two-line
-headers, and each metric in one column whose cell stacks the estimate, its interval, Δ, its
-interval and p_adj (a nested ``tabular``). CSV and JSON carry every number (``k``, ``n``,
-``ci_low``, ``ci_high``, ``delta``, ``delta_low``, ``delta_high``, ``p``, ``p_adjusted``, ``m``,
-``bold`` ...).
+headers, and each metric in one column whose cell stacks the estimate, its interval, Δ, its interval
+and p_adj (a nested ``tabular``); more than three metrics go into several blocks one below the
+other, so the default six fit a one-column text width. CSV and JSON carry every number (``k``,
+``n``, ``ci_low``, ``ci_high``, ``delta``, ``delta_low``, ``delta_high``, ``p``, ``p_adjusted``,
+``m``, ``bold`` ...).
 """
 
 from __future__ import annotations
