@@ -11,6 +11,7 @@ import pathlib
 import _standin_job as standin
 import pytest
 import yaml
+from conftest import compose_config
 
 from experiments import store
 from experiments.calibrate import prepare, run_calibration
@@ -21,8 +22,10 @@ from experiments.calibration_record import (
     meets_rule,
     preset_text,
 )
+from experiments.config import to_run_config
 from experiments.errors import ConfigError
 from experiments.ladder import Ladder, Rung, load_ladder, rung_settings
+from experiments.muzero.config import MuZeroConfig
 from experiments.seeds import check_disjoint, parse_seeds, preset_seeds
 
 CONF = pathlib.Path(__file__).resolve().parents[1] / "conf"
@@ -80,6 +83,11 @@ def test_default_ladder_rederives_todays_catch_stress_regime():
     assert yaml.safe_load(text) == stress
     assert cal.seeds == tuple(range(100, 110)) and cal.rule == 0.4
     assert len(cal.jobs[2]) == 10 and not any(j.job_dir.exists() for j in cal.jobs[2])
+    # and rung 3's runs are regime=stress's runs: the same config, field for field
+    rung3 = [o for o in cal.sweep_overrides(2) if o.startswith(("task=", "regime=", "muzero."))]
+    stress_run = compose_config(CONF, ["task=catch", "regime=stress"], schema=MuZeroConfig)
+    rung3_run = compose_config(CONF, rung3, schema=MuZeroConfig)
+    assert to_run_config(rung3_run) == to_run_config(stress_run)
 
 
 def test_default_ladder_is_relative_to_the_task():
