@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from experiments.report.survival import km_median, logrank_p, time_to_event
 
@@ -23,6 +24,21 @@ def test_km_median_by_hand_with_censoring():
     median, low, high = km_median(time, event)
     assert median == 4.0
     assert low <= 4.0 <= high
+
+
+@pytest.mark.filterwarnings("ignore:The confidence interval is undefined")  # at S = 1 or 0
+def test_km_median_interval_is_brookmeyer_crowley_from_scipy_pointwise_bands():
+    """Brookmeyer-Crowley: the median's interval is the times t whose pointwise interval of S(t)
+    holds 1/2. Built independently from scipy's ecdf (Greenwood variance, log-log band): from the
+    first time its lower band is <= 1/2 to the first time its upper band is < 1/2."""
+    time = np.array([12.0, 13, 29, 31, 51, 55, 56, 77, 95, 201, 229, 317])
+    event = np.array([1, 0, 1, 0, 0, 1, 1, 1, 1, 1, 1, 1], bool)
+    fit = stats.ecdf(stats.CensoredData(uncensored=time[event], right=time[~event]))
+    band = fit.sf.confidence_interval(method="log-log")
+    at = fit.sf.quantiles
+    low = at[np.flatnonzero(band.low.probabilities <= 0.5)[0]]
+    high = at[np.flatnonzero(band.high.probabilities < 0.5)[0]]
+    assert km_median(time, event) == (77.0, low, high) == (77.0, 29.0, 229.0)
 
 
 def test_km_median_not_reached_and_empty():
