@@ -26,6 +26,7 @@ import dataclasses
 import json
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -33,6 +34,9 @@ from experiments.errors import unknown_choice
 from experiments.report.caption import table_caption
 from experiments.report.markup import latex_escape, markdown_table
 from experiments.report.tables import METRICS
+
+if TYPE_CHECKING:
+    from pandas.io.formats.style import Styler
 
 __all__ = ["FORMATS", "format_number", "format_p", "render", "table_caption"]
 
@@ -221,10 +225,9 @@ def _stack(lines: list[str], align: str) -> str:
     return rf"\begin{{tabular}}[t]{{@{{}}{align}@{{}}}}{inner}{gap}\end{{tabular}}"
 
 
-def _tabular(
-    table: pd.DataFrame, metrics: Sequence[str], *, excluded: bool
-) -> pd.io.formats.style.Styler:
-    """One LaTeX block: the keys and ``metrics``, each metric's cell stacked."""
+def _tabular(table: pd.DataFrame, metrics: Sequence[str], *, excluded: bool) -> tuple[Styler, str]:
+    """One LaTeX block: the keys and ``metrics``, each metric's cell stacked; and its column
+    format."""
     headers, body = _columns(table, stacked=True, metrics=metrics, excluded=excluded)
     n_keys = len(table.attrs["shown_keys"] or ["group"])
     columns = pd.MultiIndex.from_tuples([(_tex(a), _tex(b)) for a, b in headers])
