@@ -17,7 +17,7 @@ from scipy import stats
 from experiments.errors import ConfigError
 from experiments.report.bands import mean_band
 from experiments.report.curves import run_curves, write_curves
-from experiments.report.itt import itt_matrix, random_return
+from experiments.report.itt import itt_matrix, random_return, run_random_return
 from experiments.report.plots import (
     divergence_counts,
     hidden_grad_by_depth,
@@ -237,6 +237,9 @@ def test_divergence_counts(folder):
     assert [c.get_label() for c in stress.containers] == ["completed", "diverged"]
     assert [t.get_text() for t in stress.texts] == ["1/3", "0/3"]  # none, clipnorm
     assert [b.get_width() for b in stress.containers[0]] == [2, 3]
+    assert stress.get_ylim() == (1.5, -0.5)  # the first variant (registry order) on top
+    assert [t.get_text() for t in stress.get_yticklabels()] == ["none", "clipnorm"]
+    assert fig.axes[1].get_ylim() == (1.5, -0.5)  # shared: not inverted back by the 2nd panel
 
 
 def test_plot_all_writes_png_and_pdf(folder, tmp_path):
@@ -271,6 +274,22 @@ def test_plot_all_skips_figures_without_data(tmp_path):
     (job / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
     written = plot_all(load_results(tmp_path), tmp_path / "figs")  # ...and only losses logged
     assert set(written) == {"loss", "divergence"}
+
+
+def test_random_return_from_the_task_registry(tmp_path):
+    from experiments.tasks.registry import task_facts
+
+    assert random_return("catch") == task_facts("catch").random_return
+    job = tmp_path / "job"
+    job.mkdir()
+    summary = {"status": "diverged", "task": "minatar", "reward_scale": 2.0}
+    (job / "summary.json").write_text(json.dumps(summary))
+    (job / "config.yaml").write_text("task:\n  name: minatar\n  id: breakout\n")
+    # a MinAtar job's registry name is its game; the return is in the run's (scaled) units
+    assert run_random_return(job) == 2.0 * task_facts("breakout").random_return
+    assert run_random_return(job, explicit=-0.5) == -1.0
+    with pytest.raises(ConfigError, match="unknown task"):
+        random_return("pong")
 
 
 def test_random_return_explicit_scaled_and_missing(monkeypatch):

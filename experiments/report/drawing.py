@@ -4,6 +4,8 @@ marks, panel titles, the figure's variant legend, log axes. Internal to :mod:`ex
 
 from __future__ import annotations
 
+import math
+
 import matplotlib as mpl
 import matplotlib.ticker
 import numpy as np
@@ -16,7 +18,7 @@ from experiments.report.style import figure_legend
 
 __all__ = [
     "GREY",
-    "STATUS_COLOURS",
+    "STATUS_STYLES",
     "divergence_handle",
     "diverged_steps",
     "log_y",
@@ -27,13 +29,14 @@ __all__ = [
     "with_lines",
 ]
 
-STATUS_COLOURS = {
-    "completed": "#009E73",
-    "diverged": "#D55E00",
-    "failed": "#777777",
-    "timeout": "#E69F00",
-    "running": "#56B4E9",
+STATUS_STYLES = {
+    "completed": {"facecolor": "#C8C8C8"},
+    "diverged": {"facecolor": "#262626"},
+    "failed": {"facecolor": "white", "hatch": "xxxx"},
+    "timeout": {"facecolor": "#8A8A8A"},
+    "running": {"facecolor": "white", "hatch": "...."},
 }
+"""Bar styles per run status: greys and hatches, so that no status borrows a variant's colour."""
 GREY = "#555555"
 _MARKS = 5  # markers per line (identity in grey print), staggered across lines
 
@@ -95,10 +98,19 @@ def with_lines(runs: pd.DataFrame, layout: Layout) -> pd.DataFrame:
 
 
 class _PlainLogFormatter(mpl.ticker.LogFormatter):
-    """Matplotlib's choice of which log ticks to label, written ``0.6``, ``2``, ``40``."""
+    """Matplotlib's choice of which log ticks to label, written ``0.6``, ``2``, ``40`` on an axis
+    within [0.01, 1000], and every label ``10^k`` on an axis beyond (``1e+05`` is not a paper's
+    notation, and one axis does not mix the two)."""
 
     def _num_to_string(self, x: float, vmin: float, vmax: float) -> str:
-        return f"{x:g}"
+        low, high = sorted((abs(vmin), abs(vmax)))
+        if 1e-2 <= low and high <= 1e3:
+            return f"{x:g}"
+        exponent = math.log10(abs(x))
+        if abs(exponent - round(exponent)) < 1e-9:
+            return rf"$10^{{{round(exponent)}}}$"
+        mantissa, power = f"{x:.0e}".split("e")
+        return rf"${mantissa}\times10^{{{int(power)}}}$"
 
 
 def log_y(ax) -> None:

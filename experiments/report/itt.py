@@ -9,20 +9,24 @@ nothing: the rule is fixed before any curve is drawn and is stated in each figur
 is the same at every step: its number of runs.
 
 The random-policy return comes from the task registry (``task_facts(name).random_return`` in
-``experiments.tasks.registry``, times the run's ``reward_scale``) or is given explicitly.
+``experiments.tasks.registry``: ``catch``, ``cartpole``, a MinAtar game), times the run's
+``task.reward_scale``, or is given explicitly (then also times the run's reward scale).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import yaml
 
+from experiments import store
 from experiments.errors import ConfigError
 
-__all__ = ["itt_matrix", "random_return"]
+__all__ = ["itt_matrix", "random_return", "run_random_return"]
 
 
 def random_return(
@@ -46,6 +50,28 @@ def random_return(
         raise ConfigError(f"random-policy return of task '{task}' is {value}; expected a number")
     scale = 1.0 if reward_scale is None or reward_scale != reward_scale else float(reward_scale)
     return value * scale
+
+
+def run_random_return(job_dir: str | Path, *, explicit: float | None = None) -> float:
+    """:func:`random_return` of one job: its task and reward scale from ``summary.json`` (a
+    MinAtar job's game, the registry's name, from ``config.yaml``'s ``task.id``)."""
+    summary = store.read_summary(job_dir) or {}
+    task = summary.get("task")
+    if task == "minatar":
+        task = _config_task_id(Path(job_dir) / "config.yaml") or task
+    scale = summary.get("reward_scale")
+    scale = float(scale) if isinstance(scale, int | float) else 1.0
+    return random_return(task, reward_scale=scale, explicit=explicit)
+
+
+def _config_task_id(path: Path) -> str | None:
+    try:
+        config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return None
+    task = config.get("task") if isinstance(config, dict) else None
+    game = task.get("id") if isinstance(task, dict) else None
+    return str(game) if game else None
 
 
 def _registered(task: str | None) -> float:

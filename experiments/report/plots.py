@@ -39,7 +39,7 @@ from experiments.report.bands import mean_band
 from experiments.report.curves import run_curves
 from experiments.report.drawing import (
     GREY,
-    STATUS_COLOURS,
+    STATUS_STYLES,
     diverged_steps,
     divergence_handle,
     log_y,
@@ -49,12 +49,12 @@ from experiments.report.drawing import (
     variant_legend,
     with_lines,
 )
-from experiments.report.itt import itt_matrix, random_return
+from experiments.report.itt import itt_matrix, run_random_return
 from experiments.report.layout import layout_of, panel_grid
 from experiments.report.profile import performance_profiles
 from experiments.report.results import AVERAGED, Results, load_curves
 from experiments.report.style import OKABE_ITO, STYLE, figure_legend, save_figure
-from experiments.store import STATUSES, read_summary
+from experiments.store import STATUSES
 
 __all__ = [
     "OKABE_ITO",
@@ -104,9 +104,7 @@ def return_curves(
             for order, (value, members) in enumerate(layout.lines(panel)):
                 members = members.assign(diverged_step=diverged_steps(members))
                 fill = {
-                    run.job: random_return(
-                        run.task, reward_scale=_reward_scale(run.path), explicit=random_return_value
-                    )  # fmt: skip
+                    run.job: run_random_return(run.path, explicit=random_return_value)
                     for run in members.itertuples()
                     if run.diverged_step == run.diverged_step
                 }
@@ -141,16 +139,10 @@ def _fills(runs: pd.DataFrame, explicit: float | None) -> list[float]:
     """The random-policy returns the diverged runs were held at."""
     steps = diverged_steps(runs)
     return [
-        random_return(run.task, reward_scale=_reward_scale(run.path), explicit=explicit)
+        run_random_return(run.path, explicit=explicit)
         for run, step in zip(runs.itertuples(), steps, strict=True)
         if step == step
     ]
-
-
-def _reward_scale(job_dir: str) -> float:
-    summary = read_summary(job_dir) or {}
-    scale = summary.get("reward_scale")
-    return float(scale) if isinstance(scale, int | float) else 1.0
 
 
 def _binned(curves: pd.DataFrame, key: str, *, n_bins: int, log: bool) -> pd.DataFrame:
@@ -266,17 +258,20 @@ def hidden_grad_by_depth(
         fig, axes = panel_grid(len(panels))
         for ax, (label, panel) in zip(axes, panels, strict=False):
             for order, (value, members) in enumerate(layout.lines(panel)):
-                logs = np.log10(per_run.reindex(members["job"]).dropna(how="any").to_numpy(float))
-                if not len(logs):
+                # the depths these runs unrolled (a regime may unroll fewer), then whole runs
+                runs_k = per_run.reindex(members["job"]).dropna(axis=1, how="all").dropna()
+                if runs_k.empty:
                     continue
+                logs = np.log10(runs_k.to_numpy(float))  # [runs, depths]
                 mean, low, high = mean_band(logs, n_resamples=n_resamples, seed=seed)
                 style = layout.styles[value]
-                plot_line(ax, depths, 10**mean, 10**low, 10**high, style, order=order)
+                at = np.array([int(c.rsplit("_", 1)[1]) for c in runs_k.columns])
+                plot_line(ax, at, 10**mean, 10**low, 10**high, style, order=order)
                 ax.get_lines()[-1].set_label(value)
             panel_title(ax, label, panel)
             log_y(ax)
             if len(depths):
-                ax.set_xticks(depths)
+                ax.set_xticks(depths[:: 1 + (len(depths) - 1) // 6])
             ax.set_xlabel("unroll depth k")
         for ax in axes[:: min(2, len(axes))]:
             ax.set_ylabel(r"$\|\partial L / \partial h_k\|_2$")
@@ -297,6 +292,7 @@ def divergence_counts(results: Results) -> Figure:
     n_values = len(layout.values)
     with mpl.rc_context(STYLE):
         fig, axes = panel_grid(len(panels), height=0.2 * n_values + 0.45)
+        most = max(len(members) for _, p in panels for _, members in layout.lines(p))
         for ax, (label, panel) in zip(axes, panels, strict=False):
             counts = panel.groupby(["_line", "status"]).size().unstack(fill_value=0)
             counts = counts.reindex(index=list(layout.values), columns=statuses, fill_value=0)
@@ -304,22 +300,23 @@ def divergence_counts(results: Results) -> Figure:
             left = np.zeros(n_values)
             for status in statuses:
                 width = counts[status].to_numpy()
-                ax.barh(y, width, left=left, color=STATUS_COLOURS[status], label=status,
-                        height=0.65)  # fmt: skip
+                ax.barh(y, width, left=left, label=status, height=0.65, edgecolor="#262626",
+                        linewidth=0.4, **STATUS_STYLES[status])  # fmt: skip
                 left += width
             for yi, value in zip(y, layout.values, strict=True):
                 finished = int(counts.loc[value, [s for s in AVERAGED if s in counts]].sum())
                 k = int(counts.loc[value].get("diverged", 0))
                 ax.text(left[yi] + 0.15, yi, f"{k}/{finished}", va="center")
             ax.set_yticks(y, layout.values)
-            ax.invert_yaxis()
-            ax.set_xlim(0, left.max() * 1.35 + 0.5)
+            ax.set_ylim(n_values - 0.5, -0.5)  # first value on top (set, not toggled: y is shared)
+            ax.set_xlim(0, most * 1.35 + 0.5)
             ax.xaxis.get_major_locator().set_params(integer=True)
             ax.grid(axis="y", visible=False)
             ax.set_xlabel("runs (seeds)")
             if label:
                 ax.set_title(label, loc="left")
-        handles = [mpl.patches.Patch(color=STATUS_COLOURS[s]) for s in statuses]
+        handles = [mpl.patches.Patch(edgecolor="#262626", linewidth=0.4, **STATUS_STYLES[s])
+                   for s in statuses]  # fmt: skip
         figure_legend(fig, handles, statuses, title="status (k/n: diverged of finished runs)")
     return fig
 
