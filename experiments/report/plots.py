@@ -332,9 +332,9 @@ def plot_all(
     """Every figure of the folder, as PNG and PDF.
 
     Figures: ``return`` (evaluation return, every run counted), ``grad_norm`` (global gradient
-    norm, log y), ``loss`` (total loss), ``hidden_grad_depth`` (gradient at the hidden state per
-    depth; needs ``metrics.jsonl``), ``profile`` (performance profile of the final return),
-    ``divergence`` (run status). A figure without data is skipped.
+    norm, log y), ``loss`` (total loss, log y), ``hidden_grad_depth`` (gradient at the hidden
+    state per depth; needs ``metrics.jsonl``), ``profile`` (performance profile of the final
+    return), ``divergence`` (run status). A figure without data is skipped.
 
     Args:
       results: the folder.
@@ -365,8 +365,10 @@ def plot_all(
             results, curves, "grad/global_norm", ylabel="global gradient norm", log=True, **boot
         )
     if has("loss/total"):
+        # log y: a diverging step's loss (above the rule's factor x its early mean) would flatten
+        # every other curve on a linear axis
         figures["loss"] = survivor_curves(
-            results, curves, "loss/total", ylabel="total loss", **boot
+            results, curves, "loss/total", ylabel="total loss", log=True, **boot
         )
     full = load_curves(results)
     if any(c.startswith("grad/hidden_depth_") for c in full.columns):
