@@ -25,6 +25,9 @@ The family (:func:`adjust`): per metric, the contrasts of one stratum form one f
 p-values are Holm-adjusted together (m = that stratum's contrasts with a p-value); a
 *confirmatory* contrast, declared before the runs, is a family of its own (m = 1). A cell is
 significant, and bold, exactly when its adjusted p < alpha.
+
+Which key is compared and which keys form the strata: :func:`resolve_baseline`,
+:func:`compared_key` and :func:`varying_keys` (a key the sweep holds constant compares nothing).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.errors import ConfigError, unknown_choice
+from experiments.report.results import Results
 from experiments.report.significance import (
     barnard_p,
     fisher_p,
@@ -51,9 +55,12 @@ __all__ = [
     "Confirmatory",
     "adjust",
     "check_choice",
+    "compared_key",
     "pair_by_seed",
     "rate_contrast",
+    "resolve_baseline",
     "value_contrast",
+    "varying_keys",
 ]
 
 ANALYSES = ("independent", "paired")
@@ -206,3 +213,50 @@ def adjust(pvalues: Sequence[float], families: Sequence[Hashable]) -> tuple[np.n
         adjusted[members] = holm(p[members])
         sizes[members] = int(np.isfinite(p[members]).sum())
     return adjusted, sizes
+
+
+def resolve_baseline(
+    results: Results, baseline: str | None, keys: Sequence[str]
+) -> tuple[str, str] | None:
+    """``(key, value)`` the baseline groups share; None if no baseline is asked or found. A bare
+    ``VALUE`` is one of ``variant``'s, or of the only key that varies (``keys``: the group keys
+    that vary, :func:`varying_keys`); ``KEY=VALUE`` any group key's."""
+    runs = results.runs
+    if baseline is None:
+        if "variant" in keys and (runs["variant"] == "none").any():
+            return "variant", "none"
+        return None
+    if "=" in baseline:
+        key, value = (s.strip() for s in baseline.split("=", 1))
+        if key not in results.group_keys:
+            raise unknown_choice("baseline key", key, results.group_keys)
+    elif "variant" in keys or len(keys) == 1:
+        key, value = ("variant" if "variant" in keys else keys[0]), baseline
+    else:
+        raise ConfigError(
+            f"baseline {baseline!r} is ambiguous: the groups vary {', '.join(keys) or 'nothing'}; "
+            "pass --baseline KEY=VALUE"
+        )
+    values = sorted(results.runs[key].unique())
+    if value not in values:
+        raise unknown_choice(f"baseline {key}", value, values)
+    return key, value
+
+
+def compared_key(keys: Sequence[str], base: tuple[str, str] | None) -> str | None:
+    """The key whose values are compared within a stratum: the baseline's, else ``variant``, else
+    the only key; None: the whole table is one stratum.
+
+    ``keys`` are the keys that *vary* across the runs: a key a sweep holds constant (e.g.
+    ``variant=scale_gradient`` in ``ablation=scale_placement``) compares nothing, and making it
+    the compared key would put every row in a stratum of its own (see :func:`varying_keys`)."""
+    if base is not None:
+        return base[0]
+    if "variant" in keys:
+        return "variant"
+    return keys[0] if len(keys) == 1 else None
+
+
+def varying_keys(runs: pd.DataFrame, keys: Sequence[str]) -> list[str]:
+    """The group keys with more than one value among ``runs``."""
+    return [k for k in keys if runs[k].nunique(dropna=False) > 1]
