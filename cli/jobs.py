@@ -53,11 +53,67 @@ def _counts(jobs: list, *, skipped: set[str]) -> tuple[dict[str, int], list[str]
             continue
         summary = store.read_summary(job.job_dir)
         status = summary["status"] if summary else None
-        if status in counts:
-            counts[status] += 1
+        if status in counts or status == "interrupted":  # a job's process stopped by a signal
+            counts[status] = counts.get(status, 0) + 1
         else:  # no summary, or still "running": the job never finished
             missing.append(job.name)
     return counts, missing
+
+
+def _stopped(jobs: list, signum: int) -> str:
+    """The one line a stopped sweep (or run) prints; first records its jobs killed while they
+    ran (the grace ran out, or a second signal) as ``interrupted``."""
+    import signal
+
+    from experiments import store
+
+    name = signal.Signals(signum).name
+    reason = f"stopped by {name} before its next step"
+    counts = dict.fromkeys(("completed", "diverged", "timeout", "failed", "interrupted"), 0)
+    for job in jobs:
+        store.mark_interrupted(job.job_dir, reason=reason)
+        summary = store.read_summary(job.job_dir)
+        if summary is not None and summary["status"] in counts:
+            counts[summary["status"]] += 1
+    started = sum(counts.values())
+    shown = [f"{counts['completed']} of {len(jobs)} jobs completed"]
+    shown += [f"{n} {k}" for k, n in counts.items() if n and k not in ("completed", "interrupted")]
+    shown += [f"{counts['interrupted']} interrupted", f"{len(jobs) - started} not started"]
+    head = "interrupted" if signum == signal.SIGINT else f"interrupted by {name}"
+    return f"{head}: {', '.join(shown)}; the same command resumes them"
+
+
+def _launch(overrides: list[str], *, planned: list, conf: Path, job, multirun: bool,
+            progress=None) -> int | None:  # fmt: skip
+    """Runs Hydra on ``overrides`` so that nothing it starts outlives it (a signal stops the jobs
+    at their next step: :class:`experiments.lifetime.Sweep`); returns the stop signal, or None.
+    A launcher's own failure (e.g. Ray down) is reported in one line; finished results are kept.
+    """
+    from experiments import hydra_app, lifetime
+
+    def hard_stop(signum: int) -> None:
+        typer.echo(_stopped(planned, signum))
+
+    with lifetime.Sweep(on_hard_stop=hard_stop) as stopping:
+        try:
+            hydra_app.launch(
+                overrides, multirun=multirun, config_dir=conf, job=job, progress=progress
+            )
+        except ConfigError:
+            raise
+        except Exception as err:  # noqa: BLE001 - a launcher's own failure (e.g. Ray down)
+            if stopping.signal is None:
+                text = str(err).strip().splitlines()
+                typer.echo(
+                    f"error: the sweep stopped early ({type(err).__name__}: "
+                    f"{text[0][:200] if text else ''}); finished results are kept: run the same "
+                    "command again to run the unfinished jobs",
+                    err=True,
+                )
+    if stopping.signal is not None:
+        typer.echo(_stopped(planned, stopping.signal))
+        raise typer.Exit(stopping.exit_code)
+    return None
 
 
 def _logger_mode(overrides: list[str], config_dir: Path) -> str:
@@ -88,7 +144,7 @@ def run(
       gradlab run task=cartpole variant=clipnorm budget.max_wall_s=600 logger=none
     """
     from cli._progress import RichProgress
-    from experiments import hydra_app, plan, store
+    from experiments import plan, store
 
     job = _job(ctx)
     overrides = list(overrides or [])
@@ -99,13 +155,18 @@ def run(
         return
     task, hyd = plan.split_hydra_overrides(overrides)
     extra = ["runtime.force=true"] if force else []
-    hydra_app.launch(
-        [*task, *extra, *hyd], multirun=False, config_dir=conf, job=job, progress=RichProgress
+    _launch(
+        [*task, *extra, *hyd],
+        planned=[planned],
+        conf=conf,
+        job=job,
+        multirun=False,
+        progress=RichProgress,
     )
     summary = store.read_summary(planned.job_dir)
     status = summary["status"] if summary else "failed"
     typer.echo(f"{status}: {planned.job_dir}")
-    if status in ("failed", "running"):
+    if status in ("failed", "running", "interrupted"):
         raise typer.Exit(1)
 
 
@@ -177,7 +238,7 @@ def sweep(
 
       gradlab sweep ablation=clip hydra/launcher=submitit_slurm hydra.launcher.partition=gpu
     """
-    from experiments import hydra_app, plan
+    from experiments import plan
     from experiments.process import cores
 
     job = _job(ctx)
@@ -216,18 +277,7 @@ def sweep(
     if force:
         extra.append("runtime.force=true")
     if len(skipped) < len(planned):
-        try:
-            hydra_app.launch([*task, *extra, *hyd], multirun=True, config_dir=conf, job=job)
-        except ConfigError:
-            raise
-        except Exception as err:  # noqa: BLE001 - a launcher's own failure (e.g. Ray down)
-            text = str(err).strip().splitlines()
-            typer.echo(
-                f"error: the sweep stopped early ({type(err).__name__}: "
-                f"{text[0][:200] if text else ''}); finished results are kept: run the same "
-                "command again to run the unfinished jobs",
-                err=True,
-            )
+        _launch([*task, *extra, *hyd], planned=planned, conf=conf, job=job, multirun=True)
     counts, missing = _counts(planned, skipped=skipped)
     line = ", ".join(f"{n} {k}" for k, n in counts.items())
     if missing:
@@ -236,7 +286,7 @@ def sweep(
     if _logger_mode(task, conf) != "none" and planned:
         where = planned[0].job_dir.parent
         typer.echo(f"upload the W&B runs with: wandb sync {where}/*/wandb/offline-run-*")
-    if counts["failed"] or missing:
+    if counts["failed"] or counts.get("interrupted") or missing:
         raise typer.Exit(1)
 
 

@@ -126,11 +126,19 @@ def launch(
 
 
 def main() -> None:
-    """``python -m experiments.hydra_app [--multirun] OVERRIDES...`` (the MuZero job)."""
+    """``python -m experiments.hydra_app [--multirun] OVERRIDES...`` (the MuZero job).
+
+    A signal stops it as it stops ``gradlab sweep`` (:class:`experiments.lifetime.Sweep`): the
+    jobs at their next step, then the exit status ``128 + signal``."""
+    from experiments.lifetime import Sweep
+
     register_schema(MUZERO.muzero_schema)
-    hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")(
-        task_function()
-    )()
+    with Sweep() as stopping:
+        hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")(
+            task_function()
+        )()
+    if stopping.exit_code is not None:
+        sys.exit(stopping.exit_code)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ a process can only set once) and replaced when a job needs others.
 
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import multiprocessing
 import os
@@ -29,9 +28,9 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-__all__ = ["Ended", "JobHost", "run_hosted", "run_isolated"]
+from experiments.lifetime import die_with_parent
 
-_PR_SET_PDEATHSIG = 1
+__all__ = ["Ended", "JobHost", "close_hosts", "run_hosted", "run_isolated"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,20 +41,23 @@ class Ended:
       pid: its process id.
       exitcode: its exit status (0: returned normally), or None when a signal ended it.
       signal: the signal that killed it, or None.
+      value: what the target returned (None when it did not return).
     """
 
     pid: int
     exitcode: int | None
     signal: int | None
+    value: Any = None
 
     @classmethod
-    def of(cls, process: multiprocessing.process.BaseProcess) -> Ended:
+    def of(cls, process: multiprocessing.process.BaseProcess, value: Any = None) -> Ended:
         """How a joined ``process`` ended (a negative exit code is the signal that killed it)."""
         code = process.exitcode
         return cls(
             pid=process.pid,
             exitcode=code if code is not None and code >= 0 else None,
             signal=-code if code is not None and code < 0 else None,
+            value=value,
         )
 
     @property
@@ -72,28 +74,19 @@ class Ended:
         return "exited normally"
 
 
-def _die_with_parent() -> None:
-    """Asks Linux to SIGKILL this process when its parent (the process server) exits."""
-    if not sys.platform.startswith("linux"):  # pragma: no cover
-        return
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):  # pragma: no cover - no prctl: the job may outlive it
-        pass
-
-
 def _child(
+    conn: Connection,
     target: Callable[..., Any],
     args: tuple,
     kwargs: Mapping[str, Any],
     env: Mapping[str, str],
     cwd: str,
 ) -> None:
-    _die_with_parent()
+    die_with_parent()  # the process server; it ends when the worker that started it does
     os.environ.clear()
     os.environ.update(env)
     os.chdir(cwd)
-    target(*args, **kwargs)
+    conn.send(target(*args, **kwargs))
 
 
 def run_isolated(
@@ -115,25 +108,37 @@ def run_isolated(
       **kwargs: its keyword arguments (picklable).
 
     Returns:
-      How the process ended.
+      How the process ended, with what ``target`` returned (picklable) as ``value``.
     """
     # The child re-applies its parent's start method; inside a launcher's worker that may be the
     # launcher's own (joblib's "loky"), so the server imports the module that registers it.
     context = _context(preload)
+    receive, send = context.Pipe(duplex=False)
     process = context.Process(
-        target=_child, args=(target, args, kwargs, dict(os.environ), os.getcwd()), daemon=False
+        target=_child,
+        args=(send, target, args, kwargs, dict(os.environ), os.getcwd()),
+        daemon=False,
     )
     process.start()
+    send.close()
     if on_start is not None:
         on_start(process.pid)
+    try:
+        value = receive.recv()
+    except (EOFError, OSError):  # it ended without returning
+        value = None
+    receive.close()
     process.join()
-    return Ended.of(process)
+    return Ended.of(process, value)
 
 
 def _serve(conn: Connection) -> None:
-    """A host's loop: run each ``(target, args, kwargs, env, cwd)`` it receives, answer ``True``
-    (returned) or ``False`` (raised: the host then exits, its state is not trusted), until EOF."""
-    _die_with_parent()
+    """A host's loop: run each ``(target, args, kwargs, env, cwd)`` it receives, answer
+    ``(True, value)`` (returned) or ``(False, None)`` (raised: the host then exits, its state is
+    not trusted), until EOF. A Ctrl-C does nothing here: the sweep's main process decides, and
+    a job stops at its next step (:class:`experiments.lifetime.JobStop`)."""
+    die_with_parent()  # the process server; it ends when the worker that started it does
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     session: dict[str, Any] = {}
     while True:
         try:
@@ -144,12 +149,12 @@ def _serve(conn: Connection) -> None:
         os.environ.update(env)
         os.chdir(cwd)
         try:
-            target(*args, session=session, **kwargs)
+            value = target(*args, session=session, **kwargs)
         except BaseException:  # noqa: BLE001 - reported as a failed job, then the host exits
             traceback.print_exc()
-            conn.send(False)
+            conn.send((False, None))
             sys.exit(1)
-        conn.send(True)
+        conn.send((True, value))
 
 
 class JobHost:
@@ -180,14 +185,17 @@ class JobHost:
         """Runs ``target(*args, session=..., **kwargs)`` in the host and waits for it.
 
         Returns:
-          How it ended: ``exitcode`` 0 when it returned (the host lives on); else how the host
-          process ended (killed by a signal, or exited after an exception).
+          How it ended: ``exitcode`` 0 when it returned (the host lives on), with what it
+          returned as ``value``; else how the host process ended (killed by a signal, or exited
+          after an exception).
         """
         try:
             self._conn.send((target, args, kwargs, dict(os.environ), os.getcwd()))
             ready = wait([self._conn, self._process.sentinel])
-            if self._conn in ready and self._conn.recv():
-                return Ended(pid=self.pid, exitcode=0, signal=None)
+            if self._conn in ready:
+                returned, value = self._conn.recv()
+                if returned:
+                    return Ended(pid=self.pid, exitcode=0, signal=None, value=value)
         except (EOFError, OSError):  # the host died before answering
             pass
         self._process.join()
@@ -205,7 +213,7 @@ class JobHost:
 def _context(preload: Sequence[str]):
     context = multiprocessing.get_context("forkserver")
     method_module = type(multiprocessing.get_context()).__module__
-    context.set_forkserver_preload([method_module, *preload])
+    context.set_forkserver_preload(["experiments._dies_with_parent", method_module, *preload])
     return context
 
 
@@ -236,3 +244,11 @@ def run_hosted(
     if ended.exitcode != 0:
         _hosts.pop("host", None)
     return ended
+
+
+def close_hosts() -> None:
+    """Ends this process's job host, if any (it ends with the process anyway; a sweep's main
+    process ends it when the sweep is done, so that nothing it started outlives the sweep)."""
+    host = _hosts.pop("host", None)
+    if host is not None:
+        host.close()

@@ -6,7 +6,9 @@ run), in the launcher's process: it skips a finished job, runs the job in a proc
 ``failed`` with the signal, and the sweep goes on. :func:`run_job` is the job itself (in that
 process): the training loop, writing rows, the stop rules of :mod:`experiments.stopping`. It never
 raises for a problem inside the job: a diverged run is a result (status ``diverged``), a budget
-ends it cleanly (``timeout``), an exception is recorded (``failed`` with ``error.txt``).
+ends it cleanly (``timeout``), an exception is recorded (``failed`` with ``error.txt``), a stop
+(the sweep's, or a signal to the job's process: :mod:`experiments.lifetime`) ends it at the next
+step (``interrupted``, its rows kept).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from experiments import store
+from experiments import lifetime, store
 from experiments.config import RunConfig, to_run_config, without_hydra
 from experiments.isolation import run_hosted, run_isolated
 from experiments.job import MUZERO, Job, TrainFn
@@ -119,6 +121,7 @@ def run_job(
     clock: Callable[[], float] = time.monotonic,
     cache: Any = None,
     overlap: bool | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> dict[str, Any]:
     """Runs one job into ``job_dir`` and returns its summary (also written to ``summary.json``).
 
@@ -138,6 +141,8 @@ def run_job(
         ``train_fn`` as ``cache=``; None: nothing kept, and ``train_fn`` called without it.
       overlap: passed to ``train_fn`` as ``overlap=`` (:attr:`Job.overlap`: work on worker
         threads beside the training step); None: ``train_fn`` called without it.
+      stop: asked before each step; True ends the job there with status ``interrupted``
+        (:class:`experiments.lifetime.JobStop`); None: never.
 
     Returns:
       The summary dict (see ``docs/interfaces.md``).
@@ -204,6 +209,9 @@ def run_job(
         rows = iter(train_fn(cfg.muzero, cfg.task, variant, placement, seed=cfg.seed, **kept))
         with store.MetricsWriter(job_dir / "metrics.jsonl") as writer:
             while True:
+                if stop is not None and stop():
+                    status = "interrupted"
+                    break
                 if cfg.budget.out_of_time(clock() - t0):
                     status = "timeout"
                     break
@@ -283,13 +291,18 @@ def run_in_process(
     job: Job = MUZERO,
     progress: ProgressFactory | None = None,
     session: dict[str, Any] | None = None,
-) -> None:
+) -> str | None:
     """The job in this process: threads, the job lock, validation, then :func:`run_job`.
 
     What :func:`execute` runs in the job's own process (arguments as there). Writes the job's
     results folder and never raises for the job's own problems (a bad config is a failed job).
     ``session``: the dict a :class:`~experiments.isolation.JobHost` keeps for its jobs, where
     the job's :attr:`~experiments.job.Job.cache` lives; None in a process of the job's own.
+
+    Returns:
+      None when it ran the job; else why not, as :func:`execute` reports a skipped job: another
+      live process holds the job (``"running elsewhere"``), or another process finished it
+      since the caller looked (its status, e.g. ``"completed"``).
     """
     from omegaconf import OmegaConf
 
@@ -306,29 +319,35 @@ def run_in_process(
     use_xla_cache(cache if isinstance(cache, str) and cache else None)
     with store.job_lock(job_dir) as locked:
         if not locked:
-            return  # the caller saw it free a moment ago: another process took it since
+            return "running elsewhere"  # the caller saw it free: another process took it since
+        go, reason = store.should_run(job_dir, force=bool(OmegaConf.select(cfg, "runtime.force")))
+        if not go:
+            return reason  # another sweep on the same folder finished it since the caller looked
         try:
             run_cfg = to_run_config(cfg)
             job.validate(run_cfg)
             total = run_cfg.budget.max_steps or getattr(run_cfg.muzero, "training_steps", None)
             show = progress is not None and run_cfg.runtime.progress
-            run_job(
-                run_cfg,
-                job_dir,
-                job=name,
-                overrides=parsed,
-                choices=choices,
-                resolved=OmegaConf.to_container(without_hydra(cfg), resolve=True),
-                train_fn=job.train,
-                ablation=ablation,
-                progress=progress(name, total) if show else None,
-                cache=_cache(job, session),
-                overlap=overlap_for(threads) if job.overlap else None,
-            )
+            with lifetime.JobStop() as stop:
+                run_job(
+                    run_cfg,
+                    job_dir,
+                    job=name,
+                    overrides=parsed,
+                    choices=choices,
+                    resolved=OmegaConf.to_container(without_hydra(cfg), resolve=True),
+                    train_fn=job.train,
+                    ablation=ablation,
+                    progress=progress(name, total) if show else None,
+                    cache=_cache(job, session),
+                    overlap=overlap_for(threads) if job.overlap else None,
+                    stop=stop,
+                )
         except Exception as err:  # noqa: BLE001 - e.g. a bad config: one failed job
             _failed(
                 job_dir, name, _first_line(err), ablation=ablation, trace=traceback.format_exc()
             )
+    return None
 
 
 def overlap_for(threads: Any) -> bool:
@@ -383,21 +402,23 @@ def execute(
       progress: draws a progress bar for the job (from the command line), or None.
 
     Returns:
-      The summary; ``{"status": "skipped", "job": ..., "reason": ...}`` for a finished job or one
-      running in another process.
+      The summary; ``{"status": "skipped", "job": ..., "reason": ...}`` for a finished job, one
+      running in another process, or one not started because the sweep is stopping
+      (``"stopping"``, nothing printed: the command line says how the sweep ended).
     """
     job_dir = Path(job_dir)
     parsed = store.parse_overrides(overrides)
     name = store.job_name(parsed)
     ablation = choices.get("ablation")
+    if lifetime.stop_requested():
+        return {"status": "skipped", "job": name, "reason": "stopping"}
+    lifetime.as_worker()  # a launcher worker ends with its parent (nothing in the main process)
     force = bool(getattr(getattr(cfg, "runtime", None), "force", False))
     go, reason = store.should_run(job_dir, force=force)
     if go and store.job_locked(job_dir):
         go, reason = False, "running elsewhere"
     if not go:
-        shown = "running in another process" if reason == "running elsewhere" else reason
-        print(f"[  skipped] {name} ({shown})", flush=True)
-        return {"status": "skipped", "job": name, "reason": reason}
+        return _skipped(name, reason)
     arguments = dict(
         preload=job.preload,
         overrides=list(overrides),
@@ -409,13 +430,25 @@ def execute(
         ended = run_isolated(run_in_process, cfg, job_dir, **arguments)
     else:  # jobs of the same shapes in this worker reuse what they build (Job.cache)
         ended = run_hosted(run_in_process, cfg, job_dir, key=_host_key(cfg), **arguments)
+    if isinstance(ended.value, str):  # not run: another process holds or finished it
+        return _skipped(name, ended.value)
     summary = store.read_summary(job_dir)
     if summary is None or summary["status"] == "running":
         error = f"the job's process {ended.description} before it finished"
-        _failed(job_dir, name, error, ablation=ablation, trace=f"{error} (pid {ended.pid})\n")
+        if lifetime.stop_requested():  # killed by the sweep's own stop: a stopped job
+            store.mark_interrupted(job_dir, reason=error)
+        else:
+            _failed(job_dir, name, error, ablation=ablation, trace=f"{error} (pid {ended.pid})\n")
         summary = store.read_summary(job_dir) or {"status": "failed", "job": name, "error": error}
-    _report(summary, name)
+    if summary["status"] != "interrupted" or not lifetime.stop_requested():
+        _report(summary, name)  # a stopping sweep says once how it ended
     return summary
+
+
+def _skipped(name: str, reason: str) -> dict[str, Any]:
+    shown = "running in another process" if reason == "running elsewhere" else reason
+    print(f"[  skipped] {name} ({shown})", flush=True)
+    return {"status": "skipped", "job": name, "reason": reason}
 
 
 def _report(summary: Mapping[str, Any], name: str) -> None:

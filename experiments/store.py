@@ -44,6 +44,7 @@ __all__ = [
     "job_lock",
     "job_locked",
     "job_name",
+    "mark_interrupted",
     "parse_overrides",
     "read_metrics",
     "read_summary",
@@ -52,11 +53,14 @@ __all__ = [
     "write_text_atomic",
 ]
 
-STATUSES = ("completed", "diverged", "failed", "timeout", "running")
-"""Every ``status`` a ``summary.json`` can hold."""
+STATUSES = ("completed", "diverged", "failed", "timeout", "interrupted", "running")
+"""Every ``status`` a ``summary.json`` can hold (``interrupted``: stopped by a signal or by its
+sweep's stop, at a step boundary, its rows so far kept; ``running``: being run, or its process
+was killed)."""
 
 FINISHED = ("completed", "diverged", "timeout")
-"""Statuses of a job that is done: a re-run skips it (``failed`` and ``running`` are re-run).
+"""Statuses of a job that is done: a re-run skips it (``failed``, ``interrupted`` and
+``running`` are re-run).
 The report averages fewer (:data:`experiments.report.results.AVERAGED`: a timed-out run is done
 but stopped short of its planned steps)."""
 
@@ -293,7 +297,7 @@ def should_run(job_dir: str | Path, *, force: bool = False) -> tuple[bool, str]:
 
     Returns:
       ``(run, reason)``: ``(False, "completed")`` for a finished job (see :data:`FINISHED`),
-      ``(True, "new" | "failed" | "unfinished" | "forced")`` otherwise.
+      ``(True, "new" | "failed" | "interrupted" | "unfinished" | "forced")`` otherwise.
     """
     summary = read_summary(job_dir)
     if summary is None:
@@ -301,7 +305,7 @@ def should_run(job_dir: str | Path, *, force: bool = False) -> tuple[bool, str]:
     status = summary["status"]
     if status in FINISHED:
         return (True, "forced") if force else (False, status)
-    return True, "failed" if status == "failed" else "unfinished"
+    return True, status if status in ("failed", "interrupted") else "unfinished"
 
 
 def discard_attempt(job_dir: str | Path) -> None:
@@ -344,3 +348,26 @@ def job_locked(job_dir: str | Path) -> bool:
         return False
     with job_lock(job_dir) as locked:
         return not locked
+
+
+def mark_interrupted(job_dir: str | Path, *, reason: str) -> bool:
+    """Records a job whose process was killed while it ran (its summary still ``running``, its
+    lock free: no live process holds it) as ``interrupted``, with ``reason`` as its error; its
+    rows are kept. Returns whether it did (False: not running, held by a live process, or the
+    folder cannot be written)."""
+    first = read_summary(job_dir)
+    if first is None or first["status"] != "running":
+        return False
+    try:
+        with job_lock(job_dir) as locked:
+            summary = read_summary(job_dir) if locked else None
+            if summary is None or summary["status"] != "running":
+                return False
+            steps = len(read_metrics(Path(job_dir) / "metrics.jsonl"))
+            write_json_atomic(
+                Path(job_dir) / "summary.json",
+                {**summary, "status": "interrupted", "steps": steps, "error": reason},
+            )
+            return True
+    except (OSError, ConfigError):
+        return False
