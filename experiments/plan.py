@@ -22,6 +22,7 @@ from experiments import store
 from experiments.config_errors import composition_error
 from experiments.errors import ConfigError
 from experiments.job import MUZERO, Job
+from experiments.private_api import warn_fallback
 
 __all__ = [
     "PlannedJob",
@@ -119,28 +120,72 @@ def _compose(config_dir: Path, overrides: list[str]) -> Any:
         GlobalHydra.instance().clear()
 
 
-def _compose_job(
-    config_dir: Path, overrides: list[str], hyd: list[str], composed: dict[tuple[str, ...], Any]
-) -> Any:
-    """A job's config, as :func:`_compose` gives it; jobs that differ only in a plain ``seed=``
-    override share one composition (in ``composed``), which then takes the job's seed as Hydra
-    applies a value override (``ConfigLoaderImpl._apply_overrides_to_config``: the same checks
-    and errors). Hydra's compose is most of a plan's time (about 0.12 s a job on 2 cores); the
-    seed names no config group, so nothing else of the config depends on it. The shared config
-    is changed in place: use it before composing the next job."""
-    seeds, rest = split_seed(overrides)
-    if len(seeds) != 1:
-        return _compose(config_dir, [*overrides, *hyd])
-    if rest not in composed:
-        composed[rest] = _compose(config_dir, [*rest, *hyd])
-    cfg = composed[rest]
+def _private_apply_overrides(overrides: list[Any], cfg: Any) -> None:
+    """Hydra's own application of parsed value overrides to a composed config, in place: the
+    private ``ConfigLoaderImpl._apply_overrides_to_config`` (its one use; see
+    :class:`_Compositions`)."""
     from hydra._internal.config_loader_impl import ConfigLoaderImpl
 
-    try:
-        ConfigLoaderImpl._apply_overrides_to_config(_parse(seeds), cfg)
-    except Exception as err:  # noqa: BLE001 - as _compose reports Hydra's errors
-        raise composition_error(err) from None
-    return cfg
+    ConfigLoaderImpl._apply_overrides_to_config(overrides, cfg)  # noqa: SLF001
+
+
+class _Compositions:
+    """The Hydra compositions of one plan.
+
+    Jobs that differ only in a plain ``seed=`` override share one composition, which then takes
+    the job's seed as Hydra applies a value override (:func:`_private_apply_overrides`: the same
+    checks and errors). Hydra's compose is most of a plan's time (docs/performance_private.md);
+    the seed names no config group, so nothing else of the config depends on it. The shared
+    config is changed in place: use it before composing the next job.
+
+    If the private call fails, the job is composed from its own overrides, Hydra's public compose.
+    That composition decides the outcome: it gives the job's config or its error. When it succeeds
+    where the private call failed, the private API is broken. After one
+    :class:`~experiments.private_api.PrivateAPIWarning`, every later job is composed whole (the same
+    configs, one composition per job).
+
+    Args:
+      config_dir: the config folder.
+      hyd: Hydra's own overrides, added to every job's.
+      apply_overrides: the private call (a stand-in in tests).
+    """
+
+    def __init__(
+        self,
+        config_dir: Path,
+        hyd: Sequence[str],
+        *,
+        apply_overrides: Any = _private_apply_overrides,
+    ) -> None:
+        self._config_dir = config_dir
+        self._hyd = list(hyd)
+        self._apply = apply_overrides  # None once it has failed: whole compositions from then on
+        self.shared: dict[tuple[str, ...], Any] = {}
+
+    def job(self, overrides: list[str]) -> Any:
+        """A job's config, as :func:`_compose` of its overrides (and Hydra's) gives it."""
+        seeds, rest = split_seed(overrides)
+        if len(seeds) != 1 or self._apply is None:
+            return _compose(self._config_dir, [*overrides, *self._hyd])
+        if rest not in self.shared:
+            self.shared[rest] = _compose(self._config_dir, [*rest, *self._hyd])
+        cfg = self.shared[rest]
+        parsed = _parse(seeds)
+        try:
+            self._apply(parsed, cfg)
+            return cfg
+        except Exception as err:  # noqa: BLE001 - the job's own composition decides, below
+            failure = err
+        del self.shared[rest]  # half-applied, perhaps
+        cfg = _compose(self._config_dir, [*overrides, *self._hyd])  # a bad seed raises here
+        self._apply = None
+        warn_fallback(
+            "Hydra's ConfigLoaderImpl._apply_overrides_to_config",
+            "a whole Hydra composition per job",
+            "one composition per job instead of one per configuration",
+            failure,
+        )
+        return cfg
 
 
 _LAUNCHER_PACKAGES = {"ray": ("hydra_plugins.hydra_ray_launcher", "pip install -e '.[ray]'")}
@@ -254,10 +299,10 @@ def plan(
 
     planned: list[PlannedJob] = []
     seen: dict[str, list[str]] = {}
-    composed: dict[tuple[str, ...], Any] = {}
+    compositions = _Compositions(config_dir, hyd)
     ablation = None
     for job_overrides in jobs:
-        cfg = _compose_job(config_dir, job_overrides, hyd, composed)
+        cfg = compositions.job(job_overrides)
         choices = cfg.hydra.runtime.choices
         _check_launcher(cfg)
         ablation = choices.get("ablation") if multirun else None

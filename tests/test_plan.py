@@ -28,15 +28,15 @@ def _schema():
 
 
 def test_jobs_that_differ_in_their_seed_share_a_composition_and_get_their_own_config():
-    composed: dict = {}
+    compositions = plan._Compositions(CONF_DIR, [])
     for overrides in JOBS:
-        cached = plan._compose_job(CONF_DIR, overrides, [], composed)
+        cached = compositions.job(overrides)
         cached_run, cached_choices = to_run_config(cached), dict(cached.hydra.runtime.choices)
         full = compose_config(CONF_DIR, overrides, schema=MuZeroConfig)
         assert cached_run == to_run_config(full), overrides
         assert cached_choices == dict(full.hydra.runtime.choices)
         assert cached_run.seed == int(overrides[-1].split("=")[1])
-    assert len(composed) == 3  # stress/none, stress/maxnorm, paper/maxnorm
+    assert len(compositions.shared) == 3  # stress/none, stress/maxnorm, tuned/maxnorm
 
 
 @pytest.mark.parametrize("seed", ["abc", "1.5", "-1", "null"])
@@ -46,9 +46,9 @@ def test_a_bad_seed_gets_the_error_a_composition_of_its_own_gives(seed):
             to_run_config(compose_job([*JOBS[0][:-1], f"seed={seed}"]))
         return str(info.value)
 
-    composed: dict = {}
-    plan._compose_job(CONF_DIR, JOBS[0], [], composed)  # the shared composition exists
-    shared = error(lambda o: plan._compose_job(CONF_DIR, o, [], composed))
+    compositions = plan._Compositions(CONF_DIR, [])
+    compositions.job(JOBS[0])  # the shared composition exists
+    shared = error(compositions.job)
     own = error(lambda o: plan._compose(CONF_DIR, o))
     assert shared == own
     assert "seed" in shared

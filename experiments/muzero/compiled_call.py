@@ -2,15 +2,21 @@
 
 Calling a ``tf.function``'s concrete function binds the call's arguments to the traced signature
 on every call (``inspect``-style binding, then a ``TensorSpec`` cast and subtype check per
-input) before it runs the graph. For the default train step (7 inputs in a dict) that binding
-cost 0.1-0.3 ms a call on this machine, about 5% of the step, and about 0.05-0.07 ms (5-6%) for
-a self-play move's search (5 inputs) (``python benchmarks/dispatch_cost.py``). :class:`FlatCall`
-checks each input's dtype and shape against the signature itself (a tuple comparison per input)
-and runs the graph through the concrete function's own flat entry point
-(``ConcreteFunction._call_flat``, what the public call ends in after binding): the same graph on
-the same tensors, so the numbers are the same bit for bit (``tests/test_compiled_call.py``).
-``_call_flat`` is private to TensorFlow, pinned here at 2.21.0; the tests fail if it goes away
-or changes what it returns.
+input) before it runs the graph (docs/performance_private.md gives the cost, measured by
+``python benchmarks/dispatch_cost.py``). :class:`FlatCall` checks each input's dtype and shape
+against the signature itself (a tuple comparison per input) and runs the graph through the
+concrete function's own flat entry point (``ConcreteFunction._call_flat``, what the public call
+ends in after binding): the same graph on the same tensors, so the numbers are the same bit for
+bit (``tests/test_compiled_call.py``).
+
+``_call_flat`` is private to TensorFlow (pinned at 2.21.0) and appears only here. If it is gone
+or takes other arguments, a :class:`FlatCall` warns once
+(:class:`~experiments.private_api.PrivateAPIWarning`) and calls the concrete function publicly
+instead, which gives the same numbers with the binding cost. One thing has no public equivalent:
+running the program on OTHER captured inputs (``captured=``, how
+:class:`~experiments.muzero.weights.WeightCopy` plans with a copy of the weights). Without
+``_call_flat`` that raises :class:`CapturesUnavailable`; :func:`substitutes_captures` says
+beforehand whether it would.
 """
 
 from __future__ import annotations
@@ -20,8 +26,36 @@ from typing import Any
 import tensorflow as tf
 
 from experiments.errors import ConfigError
+from experiments.private_api import BROKEN, warn_fallback
 
-__all__ = ["FlatCall"]
+__all__ = ["CapturesUnavailable", "FlatCall", "substitutes_captures"]
+
+
+class CapturesUnavailable(RuntimeError):
+    """A call on other captured inputs, which only the private ``_call_flat`` can make."""
+
+
+def _private_call_flat(concrete: Any, tensors: list[tf.Tensor], captured: list[Any]) -> Any:
+    """The private entry point (its one use; :meth:`FlatCall.__call__` falls back from it)."""
+    return concrete._call_flat(tensors, captured)  # noqa: SLF001
+
+
+def _is_signature_error(err: BaseException) -> bool:
+    """An error of the private call itself (gone, renamed, other arguments), not of the graph.
+
+    The private call fails before it runs anything: an AttributeError or ImportError from the
+    lookup, or a TypeError from calling it with arguments it no longer takes. A TypeError raised
+    inside the running graph (an op's error) is TensorFlow's own and is re-raised.
+    """
+    if isinstance(err, ImportError | AttributeError):
+        return True
+    return "argument" in str(err) or "positional" in str(err)
+
+
+def substitutes_captures(concrete: Any) -> bool:
+    """Whether :func:`call_flat` can run ``concrete`` on other captured inputs: the private entry
+    point is there (a lookup; nothing runs)."""
+    return callable(getattr(type(concrete), "_call_flat", None))
 
 
 class FlatCall:
@@ -38,9 +72,13 @@ class FlatCall:
     its resource handle) given otherwise, in the same order: e.g. the handles of other variables
     of the same shapes, which the same program then reads instead (see
     :meth:`~experiments.muzero.search_tf.CompiledSearch.__call__`).
+
+    ``private``: the private call (``_private_call_flat``; a stand-in in tests). If it fails as a
+    missing or changed API does, the call warns once and this FlatCall uses the public call
+    from then on.
     """
 
-    def __init__(self, concrete: Any) -> None:
+    def __init__(self, concrete: Any, *, private: Any = _private_call_flat) -> None:
         args, kwargs = concrete.structured_input_signature
         specs = tf.nest.flatten(args)
         if (
@@ -53,6 +91,7 @@ class FlatCall:
                 f"shape, got {args} {kwargs}"
             )
         self._concrete = concrete
+        self._private = private  # None once it has failed: the public call from then on
         self._signature = args
         self._expected = [
             (s.dtype, tuple(s.shape.as_list()), s.name or f"#{i}") for i, s in enumerate(specs)
@@ -81,6 +120,31 @@ class FlatCall:
                     f"expected {dtype.name} {list(shape)}"
                 )
             tensors.append(tensor)
-        if captured is None:
-            captured = self._concrete.captured_inputs
-        return self._concrete._call_flat(tensors, captured)  # noqa: SLF001
+        if self._private is not None:
+            inputs = self._concrete.captured_inputs if captured is None else captured
+            try:
+                return self._private(self._concrete, tensors, inputs)
+            except BROKEN as err:
+                if not _is_signature_error(err):
+                    raise
+                self._private = None
+                warn_fallback(
+                    "TensorFlow's ConcreteFunction._call_flat",
+                    "the concrete function's public call",
+                    "with TensorFlow's per-call argument binding",
+                    err,
+                )
+        return self._public(tensors, captured)
+
+    def _public(self, tensors: list[tf.Tensor], captured: list[Any] | None) -> Any:
+        """The public call on the same tensors; on other captured inputs, impossible."""
+        own = self._concrete.captured_inputs
+        if captured is not None and (
+            len(captured) != len(own) or any(a is not b for a, b in zip(captured, own, strict=True))
+        ):
+            raise CapturesUnavailable(
+                f"{self._concrete.name}: running on other captured inputs (a WeightCopy) needs "
+                "ConcreteFunction._call_flat, which this TensorFlow lacks; plan with the "
+                "networks' own weights instead (train(overlap=False))"
+            )
+        return self._concrete(*tf.nest.pack_sequence_as(self._signature, tensors))
