@@ -131,6 +131,10 @@ def _contrasts(table: pd.DataFrame, *, stacked: bool) -> list[str]:
             "steps to threshold: log-rank test" + (" (unpaired)" if paired else "") + ", no Δ"
         )
     parts.append(f"Δ: {a['compared_key']} minus baseline; " + "; ".join(what) + ".")
+    parts.append(
+        "Δ intervals are per contrast, not adjusted for multiplicity, and come from another "
+        "method than p: one may exclude 0 while p_adj ≥ α."
+    )
     where = f"within each {', '.join(strata)}" if strata else "over the table"
     below = " (below)" if stacked else ""
     parts.append(
