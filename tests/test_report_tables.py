@@ -518,3 +518,35 @@ def test_a_key_the_sweep_holds_constant_compares_nothing(tmp_path):
     assert p["tuned"] == pytest.approx(2 / 924) and p["pseudocode"] == pytest.approx(1.0)
     bold = table.set_index("variant.placement")["unstable_bold"]
     assert bold.to_dict() == {"hook": False, "pseudocode": False, "tuned": True}
+
+
+def test_a_variants_parameter_is_part_of_its_arm_not_a_stratum(tmp_path):
+    # Study 1's layout: clipnorm runs carry variant.clipnorm=0.6, the other arms do not. All
+    # three arms must share one stratum and be contrasted with none.
+    for variant, extra in (
+        ("none", {}),
+        ("scale_gradient", {}),
+        ("clipnorm", {"variant.clipnorm": "0.6"}),
+    ):  # noqa: E501
+        for seed in range(3):
+            group = {"regime": "stress", "variant": variant, **extra}
+            stability = {"unstable": int(variant == "none"), "diverged": 0}
+            _job(tmp_path, f"{variant}-{seed}", status="completed", group=group, seed=seed,
+                 stability=stability, task="catch")  # fmt: skip
+    results = load_results(tmp_path)
+    assert "variant.clipnorm" not in results.group_keys
+    assert set(results.runs["variant"]) == {"none", "scale_gradient", "clipnorm (clipnorm=0.6)"}
+    table = summarize(results, metrics=["unstable"])
+    assert table["stratum"].nunique() == 1
+    clip = table[table["variant"] == "clipnorm (clipnorm=0.6)"].iloc[0]
+    # 0/3 against none's 3/3: Fisher two-sided p = 2 / C(6, 3) = 0.1; Holm over 2 arms: 0.2
+    assert clip["unstable_p"] == pytest.approx(0.1)
+    assert clip["unstable_p_adjusted"] == pytest.approx(0.2)
+
+
+def test_a_parameter_swept_alone_stays_the_compared_key(tmp_path):
+    for scale in ("0.25", "0.5"):
+        group = {"variant": "scale_gradient", "variant.scale": scale}
+        _job(tmp_path, f"s{scale}", status="completed", seed=0, task="catch", group=group,
+             stability={"unstable": 0})  # fmt: skip
+    assert load_results(tmp_path).group_keys == ("variant", "variant.scale")

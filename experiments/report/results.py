@@ -145,6 +145,25 @@ def _stability(summary: dict, job_dir: Path) -> dict:
     return stored
 
 
+def _fold_variant_parameters(records: list[dict]) -> None:
+    """Where the runs compare variants, a variant's own parameters (``variant.clipnorm=0.6``) are
+    part of its arm, not a stratum: ``clipnorm`` at 0.6 is the arm ``clipnorm (clipnorm=0.6)``,
+    contrasted with ``none`` like every other arm. (As separate keys they would split the table
+    into strata, the parameterised arms in one without a baseline.) Where ``variant`` does not
+    vary (``ablation=scale_value``), the parameter is what is compared and stays a key."""
+    if len({r["_group"].get("variant") for r in records}) < 2:
+        return
+    for r in records:
+        group = r["_group"]
+        params = {k: group.pop(k) for k in sorted(group) if k.startswith("variant.")}
+        if params and "variant" in group:
+            shown = ", ".join(f"{k.removeprefix('variant.')}={v}" for k, v in params.items())
+            group["variant"] = f"{group['variant']} ({shown})"
+        else:
+            group.update(params)
+        r["group"] = group_label(group)
+
+
 def load_results(path: str | Path) -> Results:
     """Reads every ``<path>/*/summary.json``.
 
@@ -184,6 +203,7 @@ def load_results(path: str | Path) -> Results:
             f"mixed ablations in '{root}': {names}; a table compares the runs of one ablation, "
             "so pass one ablation's folder"
         )
+    _fold_variant_parameters(records)
     group_keys = tuple(sorted({k for r in records for k in r["_group"]}))
     for r in records:
         group = r.pop("_group")
