@@ -40,6 +40,25 @@ def _number(option: str, text: str | None, *, unit: bool = False) -> float | Non
     return value
 
 
+def _declared(results_dir: Path, *, analysis: str, rate_test: str, alpha: float) -> list | None:
+    """A study's folder: its registered primary contrast, confirmatory when the table is asked for
+    with the registered analysis; otherwise (a sensitivity analysis) nothing is, and one note
+    says so on stderr."""
+    from experiments.study.analysis import declared_analysis
+
+    declared = declared_analysis(results_dir)
+    if declared is None:
+        return None
+    if declared.matches(analysis=analysis, rate_test=rate_test, alpha=alpha):
+        return declared.confirmatory
+    typer.echo(
+        f"note: not study {declared.study}'s registered analysis ({declared.analysis}, "
+        f"{declared.rate_test}, alpha {declared.alpha}): every contrast is exploratory",
+        err=True,
+    )
+    return None
+
+
 @guarded
 def table(
     results_dir: Annotated[
@@ -141,6 +160,7 @@ def table(
     level = _number("--alpha", alpha, unit=True)
     fixed = _number("--diverged-return", diverged_return)
     results = load_results(results_dir)
+    confirmatory = _declared(results_dir, analysis=analysis, rate_test=rate_test, alpha=level)
     summary = summarize(
         results,
         metrics=_split(metrics) or DEFAULT_METRICS,
@@ -150,6 +170,7 @@ def table(
         rate_test=rate_test,
         alpha=level,
         diverged_return=fixed,
+        confirmatory=confirmatory,
     )
     text = render(summary, fmt=fmt)
     if out is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -154,3 +155,51 @@ def test_cli_plan_and_unregistered_run(tmp_path):
 def test_manual_grid_helper_is_symmetric():
     grid = fisher_p_grid(6, 6)
     assert np.allclose(grid, grid.T)
+
+
+def _summaries(folder: Path, variant: str, unstable: list[int]) -> None:
+    for seed, u in enumerate(unstable, start=1000):
+        job = folder / f"regime=stress__task=catch__variant={variant}__seed={seed}"
+        job.mkdir(parents=True)
+        summary = {
+            "status": "completed",
+            "job": job.name,
+            "ablation": "study_catch_stress",
+            "group": {"regime": "stress", "task": "catch", "variant": variant},
+            "seed": seed,
+            "task": "catch",
+            "threshold": 0.9,
+            "stability": {
+                "unstable": u,
+                "diverged": 0,
+                "reached_threshold": 1,
+                "final_return": 1.0,
+            },
+        }
+        (job / "summary.json").write_text(json.dumps(summary))
+
+
+def test_the_table_of_a_study_folder_tests_its_primary_contrast_alone(conf, tmp_path):
+    results = tmp_path / "results"
+    study = load_study("catch_stress", conf)
+    folder = register(study, config_dir=conf, results_dir=results).parent
+    # failed = unstable here (every run reached 0.9): none 6/6, scale_gradient 0/6, maxnorm 0/6.
+    _summaries(folder, "none", [1] * 6)
+    _summaries(folder, "scale_gradient", [0] * 6)
+    _summaries(folder, "maxnorm", [0] * 6)
+    runner = CliRunner()
+    declared = runner.invoke(app, ["table", str(folder), "-m", "failed", "-f", "json"])
+    assert declared.exit_code == 0, declared.output
+    rows = {r["variant"]: r for r in json.loads(declared.stdout)["rows"]}
+    # Fisher two-sided, 0/6 vs 6/6: p = 2 / C(12, 6) = 2/924. The primary contrast alone keeps
+    # it (m = 1); maxnorm is exploratory, alone in its Holm family too (m = 1): the same p.
+    assert rows["scale_gradient"]["failed_p_adjusted"] == pytest.approx(2 / 924)
+    assert rows["scale_gradient"]["failed_confirmatory"] is True
+    assert rows["maxnorm"]["failed_confirmatory"] is False
+    other = runner.invoke(app, ["table", str(folder), "-m", "failed", "--rate-test", "barnard"])
+    assert other.exit_code == 0
+    assert "not study catch_stress's registered analysis" in other.stderr
+    marked = re.compile(r"\d\*\s*\|")  # a p cell marked confirmatory: "0.00216* |"
+    assert not marked.search(other.stdout)
+    assert "confirmatory" not in other.stdout.split("\n\n")[1]
+    assert marked.search(runner.invoke(app, ["table", str(folder), "-m", "failed"]).stdout)
