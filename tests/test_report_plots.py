@@ -17,6 +17,7 @@ from scipy import stats
 from experiments.errors import ConfigError
 from experiments.report.bands import mean_band
 from experiments.report.curves import run_curves, write_curves
+from experiments.report.drawing import STATUS_STYLES
 from experiments.report.itt import itt_matrix, random_return, run_random_return
 from experiments.report.plots import (
     divergence_counts,
@@ -28,6 +29,7 @@ from experiments.report.plots import (
 )
 from experiments.report.results import load_curves, load_results
 from experiments.report.style import COLUMN_WIDTH, OKABE_ITO
+from experiments.store import STATUSES
 
 _RANDOM = -0.6  # the random-policy return these tests declare for their task
 _STEPS = 40
@@ -240,6 +242,17 @@ def test_divergence_counts(folder):
     assert stress.get_ylim() == (1.5, -0.5)  # the first variant (registry order) on top
     assert [t.get_text() for t in stress.get_yticklabels()] == ["none", "clipnorm"]
     assert fig.axes[1].get_ylim() == (1.5, -0.5)  # shared: not inverted back by the 2nd panel
+
+
+def test_every_status_has_a_bar_style(tmp_path):
+    for seed, status in enumerate(STATUSES):
+        job = tmp_path / status
+        job.mkdir()
+        summary = {"status": status, "job": status, "seed": seed, "group": {"variant": "none"}}
+        (job / "summary.json").write_text(json.dumps(summary))
+    ax = divergence_counts(load_results(tmp_path)).axes[0]
+    assert [c.get_label() for c in ax.containers] == list(STATUSES)
+    assert set(STATUS_STYLES) == set(STATUSES)
 
 
 def test_plot_all_writes_png_and_pdf(folder, tmp_path):

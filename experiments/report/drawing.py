@@ -34,9 +34,11 @@ STATUS_STYLES = {
     "diverged": {"facecolor": "#262626"},
     "failed": {"facecolor": "white", "hatch": "xxxx"},
     "timeout": {"facecolor": "#8A8A8A"},
+    "interrupted": {"facecolor": "white", "hatch": "////"},
     "running": {"facecolor": "white", "hatch": "...."},
 }
-"""Bar styles per run status: greys and hatches, so that no status borrows a variant's colour."""
+"""Bar styles per run status (:data:`experiments.store.STATUSES`): greys and hatches, so that no
+status borrows a variant's colour."""
 GREY = "#555555"
 _MARKS = 5  # markers per line (identity in grey print), staggered across lines
 
