@@ -188,6 +188,14 @@ class _Compositions:
         return cfg
 
 
+def _compose_job(config_dir: Path, overrides: list[str], hyd: list[str], compositions: Any) -> Any:
+    """A job's config: ``compositions.job(overrides)`` (:class:`_Compositions`, built on the same
+    ``config_dir`` and ``hyd``). ``benchmarks/plan_cost.py`` swaps this function for one that
+    composes every job whole (the public fallback's cost) to time the two side by side."""
+    del config_dir, hyd
+    return compositions.job(overrides)
+
+
 _LAUNCHER_PACKAGES = {"ray": ("hydra_plugins.hydra_ray_launcher", "pip install -e '.[ray]'")}
 
 
@@ -302,7 +310,7 @@ def plan(
     compositions = _Compositions(config_dir, hyd)
     ablation = None
     for job_overrides in jobs:
-        cfg = compositions.job(job_overrides)
+        cfg = _compose_job(config_dir, job_overrides, hyd, compositions)
         choices = cfg.hydra.runtime.choices
         _check_launcher(cfg)
         ablation = choices.get("ablation") if multirun else None

@@ -67,3 +67,23 @@ def test_a_value_that_interpolates_the_seed_resolves_to_each_jobs_seed(tmp_path)
         config_dir=CONF_DIR,
     )
     assert [j.job_dir.parent.parent for j in jobs] == [tmp_path / "r0", tmp_path / "r1"]
+
+
+def test_a_plan_composes_once_per_configuration_on_the_private_path(monkeypatch, tmp_path):
+    calls = []
+    real = plan._compose
+
+    def counting(config_dir, overrides):
+        calls.append(list(overrides))
+        return real(config_dir, overrides)
+
+    monkeypatch.setattr(plan, "_compose", counting)
+    jobs = plan.plan(
+        ["ablation=hidden_scale", "regime=tuned", "variant=none,maxnorm", "seed=0,1,2",
+         f"runtime.results_dir={tmp_path}"],
+        multirun=True, config_dir=CONF_DIR, check_writable=False,
+    )  # fmt: skip
+    # 2 configurations x 3 seeds; compositions: the preset's (for its sweep params), then one
+    # per configuration, each shared by its 3 seeds.
+    assert len(jobs) == 6
+    assert len(calls) == 1 + 2, calls
