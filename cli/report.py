@@ -40,14 +40,16 @@ def _number(option: str, text: str | None, *, unit: bool = False) -> float | Non
     return value
 
 
-def _declared(results_dir: Path, *, analysis: str, rate_test: str, alpha: float) -> list | None:
-    """A study's folder: its registered primary contrast, confirmatory when the table is asked for
-    with the registered analysis; otherwise (a sensitivity analysis) nothing is, and one note
-    says so on stderr."""
+def _declared(
+    results_dir: Path, metrics: list[str], *, analysis: str, rate_test: str, alpha: float
+) -> list | None:
+    """A study's folder: its registered primary contrast, confirmatory when the table shows its
+    endpoint with the registered analysis; with another analysis (a sensitivity analysis)
+    nothing is, and one note says so on stderr."""
     from experiments.study.analysis import declared_analysis
 
     declared = declared_analysis(results_dir)
-    if declared is None:
+    if declared is None or declared.endpoint not in metrics:
         return None
     if declared.matches(analysis=analysis, rate_test=rate_test, alpha=alpha):
         return declared.confirmatory
@@ -160,10 +162,13 @@ def table(
     level = _number("--alpha", alpha, unit=True)
     fixed = _number("--diverged-return", diverged_return)
     results = load_results(results_dir)
-    confirmatory = _declared(results_dir, analysis=analysis, rate_test=rate_test, alpha=level)
+    shown = _split(metrics) or list(DEFAULT_METRICS)
+    confirmatory = _declared(
+        results_dir, shown, analysis=analysis, rate_test=rate_test, alpha=level
+    )
     summary = summarize(
         results,
-        metrics=_split(metrics) or DEFAULT_METRICS,
+        metrics=shown,
         stat=stat,
         baseline=baseline,
         analysis=analysis,

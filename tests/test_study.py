@@ -199,6 +199,8 @@ def test_the_table_of_a_study_folder_tests_its_primary_contrast_alone(conf, tmp_
     other = runner.invoke(app, ["table", str(folder), "-m", "failed", "--rate-test", "barnard"])
     assert other.exit_code == 0
     assert "not study catch_stress's registered analysis" in other.stderr
+    without = runner.invoke(app, ["table", str(folder), "-m", "unstable"])
+    assert without.exit_code == 0 and "confirmatory" not in without.stdout, without.output
     marked = re.compile(r"\d\*\s*\|")  # a p cell marked confirmatory: "0.00216* |"
     assert not marked.search(other.stdout)
     assert "confirmatory" not in other.stdout.split("\n\n")[1]
