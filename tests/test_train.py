@@ -209,3 +209,25 @@ def test_a_run_left_unfinished_at_exit_closes_quietly(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "left"
     assert "Exception ignored" not in out.stderr and "Traceback" not in out.stderr
+
+
+def test_without_the_private_call_evaluations_run_in_line_same_rows(monkeypatch):
+    """TensorFlow without ConcreteFunction._call_flat cannot plan on a weight copy: train warns
+    once and evaluates in line; the rows are those of the run with the overlap."""
+    from experiments.muzero import compiled_call
+    from experiments.private_api import PrivateAPIWarning
+
+    assert compiled_call.captures_available()  # TensorFlow 2.21 has it
+    config = dataclasses.replace(TINY, training_steps=6, eval_every=3, jit_compile=True)
+
+    def run():
+        rows = train(config, TaskConfig(), make_variant("none"), get_placement("pseudocode"),
+                     seed=5, overlap=True)  # fmt: skip
+        return _without_time(rows)
+
+    with_private = run()
+    monkeypatch.setattr(compiled_call, "captures_available", lambda: False)
+    with pytest.warns(PrivateAPIWarning, match="evaluations in line with training") as caught:
+        without = run()
+    assert len([w for w in caught if w.category is PrivateAPIWarning]) == 1
+    assert without == with_private

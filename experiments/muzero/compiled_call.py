@@ -28,7 +28,7 @@ import tensorflow as tf
 from experiments.errors import ConfigError
 from experiments.private_api import BROKEN, warn_fallback
 
-__all__ = ["CapturesUnavailable", "FlatCall", "substitutes_captures"]
+__all__ = ["CapturesUnavailable", "FlatCall", "captures_available", "substitutes_captures"]
 
 
 class CapturesUnavailable(RuntimeError):
@@ -56,6 +56,13 @@ def substitutes_captures(concrete: Any) -> bool:
     """Whether :func:`call_flat` can run ``concrete`` on other captured inputs: the private entry
     point is there (a lookup; nothing runs)."""
     return callable(getattr(type(concrete), "_call_flat", None))
+
+
+def captures_available() -> bool:
+    """Whether this TensorFlow's concrete functions can run on other captured inputs (the
+    private ``_call_flat`` exists): a lookup on the class of a trivial traced function."""
+    concrete = tf.function(lambda: tf.constant(0)).get_concrete_function()
+    return substitutes_captures(concrete)
 
 
 class FlatCall:

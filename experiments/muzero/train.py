@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from experiments.gradients import Placement, Variant
+from experiments.muzero import compiled_call
 from experiments.muzero.agents import Agent, AgentCache
 from experiments.muzero.batches import Batches
 from experiments.muzero.config import MuZeroConfig
@@ -23,9 +24,24 @@ from experiments.muzero.networks import Networks
 from experiments.muzero.replay import ReplayBuffer
 from experiments.muzero.selfplay import Inference, SelfPlay, evaluate
 from experiments.muzero.support import resolve_support_sizes
+from experiments.private_api import warn_fallback
 from experiments.tasks import TaskConfig, make_env
 
 __all__ = ["train"]
+
+
+def _evaluations_can_overlap() -> bool:
+    """Planning on a copy of the weights needs ``_call_flat``; without it, one warning and the
+    evaluations run in line with training (the same rows, without the overlap)."""
+    if compiled_call.captures_available():
+        return True
+    warn_fallback(
+        "ConcreteFunction._call_flat (planning with a copy of the weights)",
+        "evaluations in line with training",
+        "without the overlap",
+        AttributeError("ConcreteFunction has no _call_flat"),
+    )
+    return False
 
 
 def _seed(rng: np.random.Generator) -> int:
@@ -137,13 +153,15 @@ def train(
     )
 
     # Evaluations ahead plan with a copy of their step's weights, so training goes on meanwhile.
-    copy = inference.weight_copy() if overlap else None
+    # That needs TensorFlow's private _call_flat; without it they run in line (same numbers).
+    ahead = overlap and _evaluations_can_overlap()
+    copy = inference.weight_copy() if ahead else None
 
     def evaluation() -> float:
         return evaluate(inference, eval_env, config=config, rng=eval_rng, weights=copy)
 
     evaluations = DeferredEvaluations(
-        evaluation, prepare=None if copy is None else copy.refresh, ahead=overlap
+        evaluation, prepare=None if copy is None else copy.refresh, ahead=ahead
     )
 
     def stamped(row: dict[str, float]) -> dict[str, float]:
