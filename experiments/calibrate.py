@@ -118,6 +118,10 @@ class Calibration:
             f"regime={self.base_regime}", *self.extra, f"runtime.results_dir={self.results_dir}",
             "--seeds", seeds, "--rule", f"{self.rule:g}",
         ]  # fmt: skip
+        from experiments.hydra_app import CONF_DIR
+
+        if self.config_dir != Path(CONF_DIR).resolve():
+            words += ["--config-dir", str(self.config_dir)]
         return shlex.join(words)
 
 

@@ -152,6 +152,8 @@ def _outcome(record: Mapping[str, Any]) -> str:
         )
     if status == "exhausted":
         return "No rung met the rule: the ladder ran out of rungs, and no regime was written."
+    if status == "running":
+        return f"Running: {len(record['rungs'])} rung(s) done, none meeting the rule so far."
     return (
         f"Incomplete: rung {len(record['rungs'])} has runs that did not finish; run the same "
         "command again (finished runs are skipped)."

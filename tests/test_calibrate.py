@@ -274,6 +274,7 @@ def test_stops_at_the_first_rung_meeting_the_rule(conf, tmp_path):
     assert (cal.folder / "regime.yaml").read_text() == (
         conf / "regime" / "calibrated" / "catch.yaml"
     ).read_text()
+    assert record["command"].endswith(f"--seeds 100-104 --rule 0.4 --config-dir {conf}")
     md = (cal.folder / "calibration.md").read_text()
     assert "| 2 nan | `muzero.base_loss=2.0` `muzero.nan_at=2` | **2/5** | 2 | 0 | 0 | 5/5 |" in md
 
@@ -283,7 +284,16 @@ def test_out_of_rungs_writes_the_record_and_no_regime(conf, tmp_path):
     stable = _summary()
     one = _summary("diverged", diverged=1)
     run_sweep, calls = _writer(cal, [[stable] * 5, [one] + [stable] * 4])  # 1/5 < 0.4
-    outcome = run_calibration(cal, run_sweep, echo=lambda line: None)
+
+    def sweep_and_look(overrides):  # the record after rung 1, before rung 2 runs
+        if calls:
+            record = json.loads((cal.folder / "calibration.json").read_text())
+            assert record["status"] == "running" and len(record["rungs"]) == 1
+            md = (cal.folder / "calibration.md").read_text()
+            assert "Running: 1 rung(s) done, none meeting the rule so far." in md
+        run_sweep(overrides)
+
+    outcome = run_calibration(cal, sweep_and_look, echo=lambda line: None)
     assert outcome.status == "exhausted" and len(calls) == 2
     record = json.loads((cal.folder / "calibration.json").read_text())
     assert record["status"] == "exhausted" and record["regime"] is None
