@@ -1,7 +1,8 @@
 """A real sweep on a local Ray instance (hydra-ray-launcher), with the stand-in job.
 
-Needs the ``ray`` extra (``pip install -e '.[ray]'``); skipped without it. Marked ``slow``: a
-local Ray instance takes tens of seconds to start on two cores (figures in the README).
+Needs Ray (the ``test`` and ``ray`` extras install it); skipped without it. The sweeps are
+marked ``slow``: a local Ray instance takes tens of seconds to start on two cores (figures in the
+README); the launcher's configuration is checked in every run.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ from experiments import store
 
 pytest.importorskip("hydra_plugins.hydra_ray_launcher")
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture
 def ray_session(monkeypatch):
@@ -31,6 +30,7 @@ def ray_session(monkeypatch):
     ray.shutdown()
 
 
+@pytest.mark.slow
 def test_ray_sweep_runs_each_job_once_and_a_killed_job_is_one_failed_job(
     standin_env, tmp_path, monkeypatch, ray_session
 ):
