@@ -83,6 +83,18 @@ def _stopped(jobs: list, signum: int) -> str:
     return f"{head}: {', '.join(shown)}; the same command resumes them"
 
 
+def _wait_for_running(jobs: list, *, timeout: float) -> None:
+    """Waits up to ``timeout`` seconds for the jobs some live process holds (they stop at their
+    next step) to end, when the launcher's own wait was cut short."""
+    import time
+
+    from experiments import store
+
+    deadline = time.monotonic() + timeout
+    while any(store.job_locked(j.job_dir) for j in jobs) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
 def _launch(overrides: list[str], *, planned: list, conf: Path, job, multirun: bool,
             progress=None) -> int | None:  # fmt: skip
     """Runs Hydra on ``overrides`` so that nothing it starts outlives it (a signal stops the jobs
@@ -101,6 +113,10 @@ def _launch(overrides: list[str], *, planned: list, conf: Path, job, multirun: b
             )
         except ConfigError:
             raise
+        except SystemExit:  # Ray's driver turns SIGTERM into sys.exit(15) in this thread
+            if not stopping.stopped(timeout=5):
+                raise
+            _wait_for_running(planned, timeout=lifetime.GRACE_S)
         except Exception as err:  # noqa: BLE001 - a launcher's own failure (e.g. Ray down)
             if stopping.signal is None:
                 text = str(err).strip().splitlines()

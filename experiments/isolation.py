@@ -150,8 +150,9 @@ def _serve(conn: Connection) -> None:
         os.chdir(cwd)
         try:
             value = target(*args, session=session, **kwargs)
-        except BaseException:  # noqa: BLE001 - reported as a failed job, then the host exits
-            traceback.print_exc()
+        except BaseException as err:  # noqa: BLE001 - reported as a failed job, the host exits
+            if not isinstance(err, OSError):  # a full disk: the caller, who cannot write either,
+                traceback.print_exc()  # says so in one line
             conn.send((False, None))
             sys.exit(1)
         conn.send((True, value))

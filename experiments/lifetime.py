@@ -64,6 +64,10 @@ GRACE_S = 10.0
 summaries, before the main process kills what is left (a job whose step outlasts it, e.g. its
 first compilation, is then recorded ``interrupted`` by the main process, its rows kept)."""
 
+_ENV = {
+    # Ray's processes would print a stack dump for the SIGTERM that ends them (absl's handler)
+    "RAY_DISABLE_FAILURE_SIGNAL_HANDLER": "1",
+}
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 _STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _TERMINAL = (signal.SIGINT, signal.SIGHUP)  # blocked in the main thread, so in its children
@@ -206,6 +210,12 @@ class Sweep:
         self._lock = threading.Lock()
         self._closed = False
         self._timer: threading.Timer | None = None
+        self._signalled = threading.Event()
+
+    def stopped(self, timeout: float = 0.0) -> bool:
+        """Whether a stop signal came, waiting up to ``timeout`` seconds for one (a library's
+        own handler may act on it in the main thread before the watcher thread has)."""
+        return self._signalled.wait(timeout)
 
     @property
     def exit_code(self) -> int | None:
@@ -217,7 +227,9 @@ class Sweep:
             raise RuntimeError("a sweep's signals can only be taken in the main thread")
         self._dir = tempfile.mkdtemp(prefix="gradlab-sweep-")
         self.stop_file = os.path.join(self._dir, "stop")
-        self._saved_env = {name: os.environ.get(name) for name in (STOP_FILE_ENV, MAIN_PID_ENV)}
+        names = (*_ENV, STOP_FILE_ENV, MAIN_PID_ENV)
+        self._saved_env = {name: os.environ.get(name) for name in names}
+        os.environ.update(_ENV)
         os.environ[STOP_FILE_ENV] = self.stop_file
         os.environ[MAIN_PID_ENV] = str(os.getpid())
         self._read, self._write = os.pipe()
@@ -254,6 +266,7 @@ class Sweep:
                 hard = False
                 self.signal = signum
                 Path(self.stop_file).touch()
+                self._signalled.set()
                 self._timer = threading.Timer(self.grace_s, self._hard_stop)
                 self._timer.daemon = True
                 self._timer.start()

@@ -223,10 +223,10 @@ def run_job(
                 if row is None:
                     break
                 row = dict(row)
-                steps += 1
-                row.setdefault("step", steps)
+                row.setdefault("step", steps + 1)
                 row.setdefault("time/elapsed_s", clock() - t0)
                 writer.append(row)
+                steps += 1  # a row that could not be written (a full disk) is not a step
                 tracker.log(row, step=int(row["step"]))
                 progress.update(row)
                 if check.diverged(row):

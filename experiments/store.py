@@ -176,10 +176,21 @@ def write_text_atomic(path: str | Path, text: str) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as err:
+        Path(tmp).unlink(missing_ok=True)
+        raise _naming(err, path) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     _fsync_dir(path.parent)
+
+
+def _naming(err: OSError, path: Path) -> OSError:
+    """``err`` with ``path`` as its file name when it has none (a failed ``write`` names no
+    file: ``[Errno 28] No space left on device: 'results/.../metrics.jsonl'`` instead)."""
+    if err.filename is not None or err.errno is None:
+        return err
+    return type(err)(err.errno, err.strerror, str(path))
 
 
 def _jsonable(value: Any) -> Any:
@@ -216,17 +227,25 @@ class MetricsWriter:
         """Writes one row (non-finite floats as ``"nan"``/``"inf"`` strings) and flushes it."""
         if self._file is None:
             raise ValueError(f"{self.path} is closed")
-        self._file.write(json.dumps(_jsonable(dict(row)), separators=(",", ":")) + "\n")
-        self._file.flush()
+        try:
+            self._file.write(json.dumps(_jsonable(dict(row)), separators=(",", ":")) + "\n")
+            self._file.flush()
+        except OSError as err:
+            raise _naming(err, self.path) from None
         self.rows += 1
 
     def close(self) -> None:
         """Flushes to disk and closes; safe to call twice."""
         if self._file is not None:
-            self._file.flush()
-            os.fsync(self._file.fileno())
-            self._file.close()
-            self._file = None
+            file, self._file = self._file, None
+            try:
+                file.flush()
+                os.fsync(file.fileno())
+            except OSError as err:
+                raise _naming(err, self.path) from None
+            finally:
+                with contextlib.suppress(OSError):
+                    file.close()
 
     def __enter__(self) -> MetricsWriter:
         return self

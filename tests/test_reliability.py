@@ -409,3 +409,50 @@ def test_budget_stops_with_timeout_and_keeps_partial_metrics(tmp_path, monkeypat
     assert summary["stability"]["final_loss"] == pytest.approx(sum(1 / s for s in tail) / len(tail))
     again = _invoke([*args, "--config-dir", str(conf)])
     assert again.exit_code == 0 and "already timeout" in again.output  # a result: kept
+
+
+# --------------------------------------------------------------------------------------------
+# 6. A full disk mid-run: one failed job whose error names the file, the files around it whole
+
+
+def _file_size_limit(limit: int):
+    """For ``preexec_fn``: writes past ``limit`` bytes fail (``EFBIG``) instead of killing the
+    process (SIGXFSZ ignored, which its children inherit), as writes to a full disk fail."""
+
+    def apply() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+    return apply
+
+
+def test_a_full_disk_mid_run_is_a_failed_job_naming_the_file(tmp_path):
+    conf, res = standin.make_conf(tmp_path), tmp_path / "res"
+    args = ["run", "seed=4", "muzero.training_steps=60", "logger=none"]
+    args += [f"runtime.results_dir={res}", "--config-dir", str(conf)]
+    result = subprocess.run(
+        _cli(*args),
+        env=_env(),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=_file_size_limit(4000),  # metrics.jsonl (~150 bytes a row) outgrows it
+    )
+    job = res / "runs" / "muzero.training_steps=60__seed=4"
+    output = result.stdout + result.stderr
+    assert result.returncode == 1 and "Traceback" not in output, output
+    assert f"failed: {job}" in result.stdout
+    summary = json.loads((job / "summary.json").read_text())  # whole: written atomically
+    assert summary["status"] == "failed"
+    assert summary["error"] == f"OSError: [Errno 27] File too large: '{job / 'metrics.jsonl'}'"
+    rows = store.read_metrics(job / "metrics.jsonl")  # whole rows, at most a torn last line
+    assert 10 <= len(rows) < 60 and [r["step"] for r in rows] == list(range(1, len(rows) + 1))
+    assert summary["steps"] == len(rows)  # the row that could not be written is not counted
+    again = subprocess.run(  # room again: the same command runs the job to its end
+        _cli(*args), env=_env(), cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert len(store.read_metrics(job / "metrics.jsonl")) == 60

@@ -154,3 +154,16 @@ def test_long_job_names_stay_distinct_keep_the_seed_and_fit():
     other = store.job_name([*long[:-1], "muzero.setting_9=y", "seed=0"])
     assert other not in names and len(other) == 200  # differs past the cut: the hash tells
     assert store.job_name(["variant=none", "seed=1"]) == "variant=none__seed=1"  # short: as is
+
+
+def test_a_full_disk_names_the_file_it_could_not_write(tmp_path):
+    """/dev/full fails every write with ENOSPC, as a full disk does; the error names the file
+    (a failed write names none by itself)."""
+    path = tmp_path / "metrics.jsonl"
+    path.symlink_to("/dev/full")
+    writer = store.MetricsWriter(path)
+    with pytest.raises(OSError, match=r"\[Errno 28\] No space left on device: '.*metrics.jsonl'"):
+        writer.append({"step": 1})
+    with pytest.raises(OSError, match="No space left on device: '.*metrics.jsonl'"):
+        writer.close()
+    writer.close()  # closed once: nothing left to fail
