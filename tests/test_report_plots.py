@@ -317,3 +317,18 @@ def test_diverged_run_without_a_random_return_is_one_error(folder, tmp_path, mon
     with pytest.raises(ConfigError, match="pass random_return="):
         plot_all(load_results(folder), tmp_path / "figs", n_resamples=99)
     assert not (tmp_path / "figs").exists()  # nothing written
+
+
+def test_an_arm_with_parameters_keeps_its_variants_look():
+    from experiments.report.style import value_styles
+
+    plain = value_styles("variant", ["none", "clipnorm", "global_clipnorm"])
+    folded = value_styles(
+        "variant", ["none", "clipnorm (clipnorm=0.6)", "global_clipnorm (clipnorm=0.6)"]
+    )
+    assert folded["clipnorm (clipnorm=0.6)"] == plain["clipnorm"]
+    assert folded["global_clipnorm (clipnorm=0.6)"] == plain["global_clipnorm"]
+    # two arms of one variant: neither borrows the name's look, and they differ
+    two = value_styles("variant", ["none", "clipnorm (clipnorm=0.6)", "clipnorm (clipnorm=1)"])
+    looks = [tuple(d.items()) for d in two.values()]
+    assert len(set(looks)) == 3

@@ -106,18 +106,31 @@ def value_styles(key: str | None, values: Sequence[str]) -> dict[str, dict]:
     """``{value: line_style(i)}``: ``i`` is the value's position in ``key``'s registry; values the
     registry does not hold follow it, in the order given.
 
+    A value that is a registered name with its parameters (the table's arm label ``clipnorm
+    (clipnorm=0.6)``) takes its name's look, unless two drawn values share that name: those
+    follow the registry like unregistered values, so no two lines look alike.
+
     Args:
       key: the compared key (``variant``), or None.
       values: the values a figure draws.
     """
     order = list(registry_order(key))
-    order += [v for v in dict.fromkeys(str(v) for v in values) if v not in order]
-    return {str(v): line_style(order.index(str(v))) for v in values}
+    unique = list(dict.fromkeys(str(v) for v in values))
+    names = [v.split(" (", 1)[0] for v in unique]
+    look = {}
+    for value, name in zip(unique, names, strict=True):
+        if name in order and names.count(name) == 1:
+            look[value] = order.index(name)
+        else:
+            order.append(value)
+            look[value] = len(order) - 1
+    return {str(v): line_style(look[str(v)]) for v in values}
 
 
 def figure_legend(fig: Figure, handles: list, labels: list[str], *, title: str | None = None):
     """One legend for the whole figure, below the panels (outside every data area)."""
-    ncols = 2 if max((len(label) for label in labels), default=0) > 14 else 3
+    longest = max((len(label) for label in labels), default=0)
+    ncols = 1 if longest > 24 else 2 if longest > 14 else 3
     return fig.legend(
         handles,
         labels,
