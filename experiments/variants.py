@@ -318,7 +318,9 @@ def _always(h: Any, transform: HiddenFn, step: Any) -> Any:
 class Placement:
     """Where the hidden-state transform goes in the K-step unroll (and in the search's model).
 
-    A learner unrolling ``h_k, r_k = dynamics(h_in, a_k)`` for ``k = 1..K`` calls::
+    One function applies it for the learner, the search and self-play alike,
+    ``experiments.muzero.networks.recurrent_step``; unrolling ``h_k, r_k = dynamics(h_in, a_k)``
+    for ``k = 1..K`` it calls::
 
         h_in = placement.dynamics_input(h_prev, variant.hidden, k)
         h_k, r_k = dynamics(h_in, a_k)

@@ -143,3 +143,55 @@ def test_unresolved_support_size_is_refused():
     assert NetworkConfig(value_support_size=None).value_support_size is None  # null is valid
     with pytest.raises(ConfigError, match="network.reward_support_size=None must be resolved"):
         Networks(NetworkConfig(reward_support_size=None), observation_size=6, num_actions=3, seed=0)
+
+
+def _double(h):
+    return 2.0 * h
+
+
+@pytest.mark.parametrize("placement", ["pseudocode", "paper", "hook"])
+def test_recurrent_step_puts_the_transform_where_the_placement_says(placement):
+    # Spelled out by hand per placement, with T(h) = 2h, at steps 1 and 2 (int and tensor):
+    # pseudocode: h_in = h at step 1, T(h) after; paper: T(h) always; hook: T(dynamics output).
+    from experiments.gradients import get_placement
+    from experiments.muzero.networks import recurrent_step
+
+    nets = _nets(normalisation="none")
+    rng = np.random.default_rng(1)
+    hidden = rng.normal(size=(4, 8)).astype(np.float32)
+    action = np.array([0, 2, 1, 0])
+    one_hot = np.eye(3, dtype=np.float32)[action]
+    for step in (1, 2):
+        scaled_input = placement == "paper" or (placement == "pseudocode" and step == 2)
+        h_in = 2.0 * hidden if scaled_input else hidden
+        h_next, reward = (t.numpy() for t in nets.dynamics([h_in, one_hot]))
+        if placement == "hook":
+            h_next = 2.0 * h_next
+        policy, value = (t.numpy() for t in nets.prediction(h_next))
+        for given in (step, np.full(4, step, np.int32)):
+            got = recurrent_step(
+                nets,
+                hidden,
+                action,
+                transform=_double,
+                placement=get_placement(placement),
+                step=given,
+            )
+            for a, b in zip(got, (h_next, reward, value, policy), strict=True):
+                np.testing.assert_allclose(a.numpy(), b, rtol=1e-6, atol=1e-6)
+
+
+def test_recurrent_step_without_a_transform_is_the_bare_model():
+    from experiments.muzero.networks import recurrent_step
+
+    nets = _nets()
+    hidden = np.random.default_rng(2).uniform(size=(3, 8)).astype(np.float32)
+    action = np.array([1, 0, 2])
+    h_next, reward, value, policy = recurrent_step(nets, hidden, action)
+    bare_next, bare_reward = nets.dynamics([hidden, np.eye(3, dtype=np.float32)[action]])
+    bare_policy, bare_value = nets.prediction(bare_next)
+    bare = (bare_next, bare_reward, bare_value, bare_policy)
+    for a, b in zip((h_next, reward, value, policy), bare, strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    with pytest.raises(ValueError, match="needs a placement"):
+        recurrent_step(nets, hidden, action, transform=_double)

@@ -3,7 +3,7 @@
 Per sampled position (Schrittwieser et al., 2020, pseudocode ``update_weights``)::
 
     h_0 = representation(o_t);  p_0, v_0 = prediction(h_0)
-    for k = 1..K:
+    for k = 1..K:                      # networks.recurrent_step, as the search's model step
         h_in = placement.dynamics_input(h_{k-1}, variant.hidden, k)
         h_k, r_k = dynamics(h_in, a_{t+k-1})
         h_k = placement.dynamics_output(h_k, variant.hidden, k)   # what step k's heads see
@@ -48,7 +48,7 @@ import tensorflow as tf
 from experiments.gradients import Placement, Variant
 from experiments.muzero.compiled_call import FlatCall
 from experiments.muzero.config import MuZeroConfig
-from experiments.muzero.networks import Networks
+from experiments.muzero.networks import Networks, recurrent_step
 from experiments.muzero.optimizers import make_optimizer
 from experiments.muzero.options import step_weights
 from experiments.muzero.replay import Batch
@@ -130,12 +130,15 @@ class Learner:
         policy, value = nets.prediction(h)
         outputs = [(None, value, policy)]
         for k in range(1, self.config.unroll_steps + 1):
-            h_in = self.placement.dynamics_input(h, self.variant.hidden, k)
-            one_hot = tf.one_hot(actions[:, k - 1], nets.num_actions)
-            h, reward = nets.dynamics([h_in, one_hot])
-            h = self.placement.dynamics_output(h, self.variant.hidden, k)
+            h, reward, value, policy = recurrent_step(
+                nets,
+                h,
+                actions[:, k - 1],
+                transform=self.variant.hidden,
+                placement=self.placement,
+                step=k,
+            )
             hiddens.append(h)
-            policy, value = nets.prediction(h)
             outputs.append((reward, value, policy))
         return hiddens, outputs
 

@@ -17,7 +17,7 @@ The dynamics and prediction networks are MLPs on the hidden state whatever the o
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import keras
 import numpy as np
@@ -28,7 +28,16 @@ from experiments.muzero.config import NetworkConfig
 from experiments.muzero.options import NORMALISATIONS
 from experiments.muzero.support import Support
 
-__all__ = ["CONV_FILTERS", "MinMaxNormalisation", "Networks", "normalisation_layer"]
+if TYPE_CHECKING:
+    from experiments.variants import HiddenFn, Placement
+
+__all__ = [
+    "CONV_FILTERS",
+    "MinMaxNormalisation",
+    "Networks",
+    "normalisation_layer",
+    "recurrent_step",
+]
 
 _MIN_RANGE = 1e-5
 CONV_FILTERS = 16
@@ -171,13 +180,60 @@ class Networks:
         self, hidden: tf.Tensor, action: tf.Tensor
     ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
         """``[B, H]``, ``[B]`` int -> next hidden, scalar reward, scalar value, policy logits."""
-        hidden = tf.convert_to_tensor(hidden, tf.float32)
-        one_hot = tf.one_hot(tf.cast(action, tf.int32), self.num_actions)
-        next_hidden, reward = self.dynamics([hidden, one_hot])
-        policy, value = self.prediction(next_hidden)
+        next_hidden, reward, value, policy = recurrent_step(self, hidden, action)
         return (
             next_hidden,
             self.reward_support.to_scalar(reward),
             self.value_support.to_scalar(value),
             policy,
         )
+
+
+def recurrent_step(
+    networks: Networks,
+    hidden: tf.Tensor,
+    action: tf.Tensor,
+    *,
+    transform: HiddenFn | None = None,
+    placement: Placement | None = None,
+    step: int | tf.Tensor = 1,
+) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
+    """One step of the learned model with the variant's transform where its placement puts it:
+    the one model step of the learner's unroll, the search and self-play.
+
+    ::
+
+        h_in = placement.dynamics_input(hidden, transform, step)
+        h_next, r = dynamics(h_in, one_hot(action))
+        h_next = placement.dynamics_output(h_next, transform, step)   # what the heads see
+        p, v = prediction(h_next)
+
+    ``transform=None`` is the bare model: no placement call at all (a gradient-only transform
+    left out of the search rather than applied, since ``x * 0.3 + x * 0.7`` is not always ``x``
+    in float32).
+
+    Args:
+      networks: the agent's networks.
+      hidden: ``[B, H]``, the state the previous step returned (or the representation's).
+      action: ``[B]`` int.
+      transform: the variant's hidden-state transform (``Variant.hidden``), or None.
+      placement: where ``transform`` goes; required with a transform.
+      step: the 1-based index of this dynamics call: a Python int (the training unroll) or an
+        int tensor ``[B]`` (the search, each row at its own depth).
+
+    Returns:
+      ``h_next [B, H]``, reward logits ``[B, R]``, value logits ``[B, V]``, policy logits
+      ``[B, A]``.
+    """
+    h_in = tf.convert_to_tensor(hidden, tf.float32)
+    if transform is not None:
+        if placement is None:
+            raise ValueError("recurrent_step: a transform needs a placement")
+        step = step if isinstance(step, int) else tf.cast(step, tf.int32)
+        h_in = placement.dynamics_input(h_in, transform, step)
+    one_hot = tf.one_hot(tf.cast(action, tf.int32), networks.num_actions)
+    next_hidden, reward = networks.dynamics([h_in, one_hot])
+    if transform is not None:
+        next_hidden = placement.dynamics_output(next_hidden, transform, step)
+    policy, value = networks.prediction(next_hidden)
+    return next_hidden, reward, value, policy

@@ -11,7 +11,8 @@ Planning sees the model that was trained: a variant that changes forward values 
 applied inside the search's recurrent inference exactly where the learner's unroll applies it,
 ``h_in = placement.dynamics_input(h, variant.hidden, step)``, ``h_next, r = dynamics(h_in, a)``,
 ``h_next = placement.dynamics_output(h_next, variant.hidden, step)``, heads on ``h_next``, with
-``step`` the 1-based index of the dynamics call along the search path. Gradient-only variants
+``step`` the 1-based index of the dynamics call along the search path: the same
+:func:`~experiments.muzero.networks.recurrent_step` as the learner's unroll. Gradient-only variants
 (``scale_gradient``, ``stop_gradient``) are the identity forward: they plan with the bare model
 (left out, not applied: ``x * 0.3 + x * 0.7`` is not always ``x`` in float32).
 """
@@ -25,7 +26,7 @@ from experiments.errors import ConfigError, unknown_choice
 from experiments.gradients import Placement, Variant, get_placement
 from experiments.muzero.config import MuZeroConfig
 from experiments.muzero.episodes import RunningEpisodes
-from experiments.muzero.networks import Networks
+from experiments.muzero.networks import Networks, recurrent_step
 from experiments.muzero.replay import ReplayBuffer
 from experiments.muzero.search import run_search, select_action, visit_softmax_temperature
 from experiments.muzero.search_tf import CompiledSearch
@@ -89,16 +90,12 @@ class Inference:
     def recurrent_fn(
         self, hidden: tf.Tensor, action: tf.Tensor, step: tf.Tensor
     ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
-        """``[B, H]``, ``[B]`` int, ``[B]`` int step -> next hidden, reward, value, logits."""
-        if self._transform is None:
-            return self.networks.recurrent_inference(hidden, action)
-        nets, placement, transform = self.networks, self._placement, self._transform
-        step = tf.cast(step, tf.int32)
-        h_in = placement.dynamics_input(tf.convert_to_tensor(hidden, tf.float32), transform, step)
-        one_hot = tf.one_hot(tf.cast(action, tf.int32), self.num_actions)
-        next_hidden, reward = nets.dynamics([h_in, one_hot])
-        next_hidden = placement.dynamics_output(next_hidden, transform, step)
-        policy, value = nets.prediction(next_hidden)
+        """``[B, H]``, ``[B]`` int, ``[B]`` int step -> next hidden, reward, value, logits
+        (:func:`~experiments.muzero.networks.recurrent_step`, then the scalar reward and value)."""
+        nets = self.networks
+        next_hidden, reward, value, policy = recurrent_step(
+            nets, hidden, action, transform=self._transform, placement=self._placement, step=step
+        )
         return (
             next_hidden,
             nets.reward_support.to_scalar(reward),
