@@ -96,11 +96,11 @@ def _wait_for_running(jobs: list, *, timeout: float) -> None:
 
 
 def _launch(overrides: list[str], *, planned: list, conf: Path, job, multirun: bool,
-            progress=None) -> int | None:  # fmt: skip
-    """Runs Hydra on ``overrides`` so that nothing it starts outlives it (a signal stops the jobs
-    at their next step: :class:`experiments.lifetime.Sweep`); returns the stop signal, or None.
-    A launcher's own failure (e.g. Ray down) is reported in one line; finished results are kept.
-    """
+            progress=None) -> None:  # fmt: skip
+    """Runs Hydra on ``overrides`` so that nothing it starts outlives it. A stop signal ends the
+    jobs at their next step (:class:`experiments.lifetime.Sweep`), then prints one line and exits
+    with ``128 + signal``; a launcher's own failure (e.g. Ray down) is reported in one line.
+    Finished results are kept either way."""
     from experiments import hydra_app, lifetime
 
     def hard_stop(signum: int) -> None:
@@ -129,7 +129,6 @@ def _launch(overrides: list[str], *, planned: list, conf: Path, job, multirun: b
     if stopping.signal is not None:
         typer.echo(_stopped(planned, stopping.signal))
         raise typer.Exit(stopping.exit_code)
-    return None
 
 
 def _logger_mode(overrides: list[str], config_dir: Path) -> str:
@@ -243,6 +242,8 @@ def sweep(
 
     Running the same command again skips finished jobs and re-runs failed or unfinished ones. A
     job killed by a signal (out of memory, kill) is recorded failed; the other jobs go on.
+    Ctrl-C (or SIGTERM, SIGHUP) stops the running jobs at their next step, recorded
+    interrupted, and ends every process of the sweep; the same command resumes them.
 
     Examples:
 

@@ -245,6 +245,22 @@ def test_submitit_local_launcher(tmp_path, sig):
     _rerun_completes_each_job_once(tmp_path, args)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_ray_launcher_and_its_local_instance(tmp_path, sig):
+    """Ray's 20-odd processes (GCS, raylet, dashboard, workers) end with the sweep; Ray's driver
+    turns SIGTERM into ``sys.exit(15)`` itself, still a stop (143, jobs interrupted)."""
+    pytest.importorskip("hydra_plugins.hydra_ray_launcher")
+    ray_init = ("hydra/launcher=ray", "hydra.launcher.ray.init.num_cpus=2")
+    args = [*_args(tmp_path, "logger=none", *ray_init)]
+    proc, log = _start(tmp_path, args)
+    code, _ = _stop(proc, sig)
+    assert code == (128 + sig if sig != signal.SIGKILL else -sig), log.read_text()
+    if sig != signal.SIGKILL:
+        _assert_interrupted(tmp_path, log.read_text(), "interrupted by SIGTERM")
+    _rerun_completes_each_job_once(tmp_path, args)
+
+
 # --------------------------------------------------------------------------------------------
 # Two sweeps on one folder at once never run a job twice
 
