@@ -95,8 +95,8 @@ def test_dry_run_lists_jobs_and_writes_nothing(env):
 
 
 BAD = [
-    (["sweep"], "gradlab sweep needs ablation=NAME; choose one of: clip, hidden_scale"),
-    (["sweep", "ablation=hiden_scale"], "unknown ablation 'hiden_scale'; choose one of: clip"),
+    (["sweep"], "gradlab sweep needs ablation=NAME; choose one of: calibration, clip, hidden_"),
+    (["sweep", "ablation=hiden_scale"], "unknown ablation 'hiden_scale'; choose one of: calib"),
     (["sweep", "ablation=clip", "variant=nope,none"], "unknown variant 'nope'; choose one of"),
     (["sweep", "ablation=clip", "--jobs", "0"], "--jobs 0 is out of range"),
     (["sweep", "ablation=clip", "--jobs", "-2"], "--jobs -2 is out of range"),
