@@ -135,7 +135,10 @@ def test_composed_yaml_gives_the_dataclass_defaults_and_presets_change_them():
     [
         ({"unroll_steps": 0}, r"muzero.unroll_steps=0 .*>= 1"),
         ({"loss_scale": "half"}, "unknown loss_scale 'half'; choose one of: none, pseudocode"),
-        ({"optimizer": "rmsprop"}, "unknown optimizer 'rmsprop'; choose one of: adam, sgd"),
+        (
+            {"optimizer": "rmsprop"},
+            "unknown optimizer 'rmsprop'; choose one of: adam, momentum, sgd",
+        ),
         ({"discount": 1.5}, r"muzero.discount=1.5"),
         ({"batch_size": 64, "replay_capacity": 10}, "replay_capacity=10"),
         ({"temperature_schedule": ((5, 1.0),)}, "temperature_schedule"),

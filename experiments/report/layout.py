@@ -18,6 +18,7 @@ from matplotlib.figure import Figure
 
 from experiments.report.style import (
     COLUMN_WIDTH,
+    LEGEND_ROOM,
     PANEL_HEIGHT,
     STYLE,
     registry_order,
@@ -93,7 +94,7 @@ def panel_grid(n: int, *, height: float = PANEL_HEIGHT, sharey: bool = True) -> 
     ncols = min(_MAX_COLUMNS, max(n, 1))
     nrows = math.ceil(max(n, 1) / ncols)
     with mpl.rc_context(STYLE):
-        fig = Figure(figsize=(COLUMN_WIDTH, height * nrows + 0.55), layout="constrained")
+        fig = Figure(figsize=(COLUMN_WIDTH, height * nrows + LEGEND_ROOM), layout="constrained")
         axes = fig.subplots(nrows, ncols, sharex=True, sharey=sharey, squeeze=False).ravel()
     for ax in axes[n:]:
         ax.set_visible(False)

@@ -25,6 +25,7 @@ from matplotlib.figure import Figure
 __all__ = [
     "COLUMN_WIDTH",
     "OKABE_ITO",
+    "LEGEND_ROOM",
     "PANEL_HEIGHT",
     "STYLE",
     "figure_legend",
@@ -76,6 +77,8 @@ STYLE = {
 COLUMN_WIDTH = 3.3
 """Inches: the width of every figure, one column of a two-column paper."""
 
+LEGEND_ROOM = 0.55
+"""Inches below the panels that a figure keeps for its legend before it grows."""
 PANEL_HEIGHT = 1.55
 """Inches: the height of one row of panels."""
 
@@ -129,13 +132,24 @@ def value_styles(key: str | None, values: Sequence[str]) -> dict[str, dict]:
 
 def figure_legend(fig: Figure, handles: list, labels: list[str], *, title: str | None = None):
     """One legend for the whole figure, below the panels (outside every data area)."""
-    longest = max((len(label) for label in labels), default=0)
-    ncols = 1 if longest > 24 else 2 if longest > 14 else 3
+    # an arm's parameters on a line of their own, so two columns fit the figure's width
+    labels = [label.replace(" (", "\n(") if len(label) > 20 else label for label in labels]
+    longest = max((len(line) for label in labels for line in label.split("\n")), default=0)
+    ncols = 2 if longest > 14 else 3
+    ncols = min(ncols, len(labels)) or 1
+    # the panels keep their height: the figure grows by what the legend needs beyond the room
+    # panel_grid leaves it (LEGEND_ROOM), about 0.14 in a line of text at 7 pt
+    lines = [label.count("\n") + 1 for label in labels]
+    rows = [max(lines[i : i + ncols]) for i in range(0, len(lines), ncols)]
+    needed = 0.14 * sum(rows) + (0.22 if title else 0.05)
+    if needed > LEGEND_ROOM:
+        width, height = fig.get_size_inches()
+        fig.set_size_inches(width, height + needed - LEGEND_ROOM)
     return fig.legend(
         handles,
         labels,
         loc="outside lower center",
-        ncols=min(ncols, len(labels)) or 1,
+        ncols=ncols,
         title=title,
         handlelength=2.6,
         columnspacing=1.2,
