@@ -550,3 +550,20 @@ def test_a_parameter_swept_alone_stays_the_compared_key(tmp_path):
         _job(tmp_path, f"s{scale}", status="completed", seed=0, task="catch", group=group,
              stability={"unstable": 0})  # fmt: skip
     assert load_results(tmp_path).group_keys == ("variant", "variant.scale")
+
+
+def test_a_diverged_minatar_run_counts_as_its_games_random_policy(tmp_path):
+    # A MinAtar summary says task "minatar"; the game (here breakout) is in config.yaml, and its
+    # registered random-policy return (0.3802, experiments/tasks/registry.py) is what a diverged
+    # run counts as: mean of (0.3802 + 5.0) / 2 = 2.6901.
+    from experiments.tasks.registry import task_facts
+
+    for seed, (status, ret) in enumerate((("diverged", None), ("completed", 5.0))):
+        stability = {"final_return": ret, "diverged": int(ret is None)}
+        job = _job(tmp_path, f"b{seed}", status=status, group={"variant": "none"}, seed=seed,
+                   task="minatar", stability=stability)  # fmt: skip
+        (job / "config.yaml").write_text("task:\n  name: minatar\n  id: breakout\n")
+    table = summarize(load_results(tmp_path), metrics=["final_return"])
+    random = task_facts("breakout").random_return
+    assert table["final_return"].iloc[0] == pytest.approx((random + 5.0) / 2)
+    assert table["final_return_imputed"].iloc[0] == 1

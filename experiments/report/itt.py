@@ -21,10 +21,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from experiments import store
 from experiments.errors import ConfigError
+from experiments.report.results import config_task_id
 
 __all__ = ["itt_matrix", "random_return", "run_random_return"]
 
@@ -58,20 +58,10 @@ def run_random_return(job_dir: str | Path, *, explicit: float | None = None) -> 
     summary = store.read_summary(job_dir) or {}
     task = summary.get("task")
     if task == "minatar":
-        task = _config_task_id(Path(job_dir) / "config.yaml") or task
+        task = config_task_id(Path(job_dir) / "config.yaml") or task
     scale = summary.get("reward_scale")
     scale = float(scale) if isinstance(scale, int | float) else 1.0
     return random_return(task, reward_scale=scale, explicit=explicit)
-
-
-def _config_task_id(path: Path) -> str | None:
-    try:
-        config = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
-        return None
-    task = config.get("task") if isinstance(config, dict) else None
-    game = task.get("id") if isinstance(task, dict) else None
-    return str(game) if game else None
 
 
 def _registered(task: str | None) -> float:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import yaml
 
 from experiments.errors import ConfigError, unknown_choice
 from experiments.metrics import STABILITY_KEYS, stability_summary
@@ -145,6 +146,15 @@ def _stability(summary: dict, job_dir: Path) -> dict:
     return stored
 
 
+def _registered_task(summary: dict, job_dir: Path) -> str | None:
+    """The run's task as the task registry names it: a MinAtar run's summary says ``minatar``,
+    its game (the registry's name, with its own random-policy return) is in its config."""
+    task = summary.get("task")
+    if task == "minatar":
+        return config_task_id(job_dir / "config.yaml") or task
+    return task
+
+
 def _fold_variant_parameters(records: list[dict]) -> None:
     """Where the runs compare variants, a variant's own parameters (``variant.clipnorm=0.6``) are
     part of its arm, not a stratum: ``clipnorm`` at 0.6 is the arm ``clipnorm (clipnorm=0.6)``,
@@ -190,7 +200,7 @@ def load_results(path: str | Path) -> Results:
             "status": summary["status"],
             "seed": summary.get("seed"),
             "group": group_label(group),
-            "task": summary.get("task"),
+            "task": _registered_task(summary, summary_path.parent),
             "threshold": summary.get("threshold"),
             "reward_scale": summary.get("reward_scale"),
             "_group": group,
@@ -228,6 +238,17 @@ def _failed(runs: pd.DataFrame) -> np.ndarray:
     failed[(unstable == 0) & has_threshold & (reached == 1)] = 0.0
     failed[(unstable == 1) | never] = 1.0
     return failed
+
+
+def config_task_id(path: Path) -> str | None:
+    """The ``task.id`` of a job's ``config.yaml`` (a MinAtar game's name); None without one."""
+    try:
+        config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return None
+    task = config.get("task") if isinstance(config, dict) else None
+    game = task.get("id") if isinstance(task, dict) else None
+    return str(game) if game else None
 
 
 def diverged_return(task: str | None, *, override: float | None = None) -> float | None:
