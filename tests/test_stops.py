@@ -121,11 +121,14 @@ def _alive(processes: list[psutil.Process]) -> list[psutil.Process]:
     return out
 
 
-def _stop(proc: subprocess.Popen, sig: int, *, group: bool = False) -> tuple[int, float]:
+def _stop(proc: subprocess.Popen, sig: int, *, group: bool = False,
+          late: tuple[str, ...] = ()) -> tuple[int, float]:  # fmt: skip
     """Sends ``sig`` to the sweep's main process (its process group: ``group``), then asserts
-    that no process of the sweep is alive within :data:`WITHIN_S`. Returns the exit status and
-    the seconds until the last process ended."""
+    that no process of the sweep is alive within :data:`WITHIN_S`, but those named ``late``
+    (checked apart). Returns the exit status and the seconds until the last process ended."""
     tree = psutil.Process(proc.pid).children(recursive=True)  # before the signal
+    slow = [p for p in tree if p.name().startswith(late)] if late else []
+    tree = [p for p in tree if p not in slow]
     assert len(tree) >= 2, [p.name() for p in tree]  # process servers, job hosts, workers...
     sent = time.monotonic()
     (os.killpg if group else os.kill)(proc.pid, sig)
@@ -142,6 +145,8 @@ def _stop(proc: subprocess.Popen, sig: int, *, group: bool = False) -> tuple[int
         os.killpg(proc.pid, signal.SIGKILL)
     described = [(p.pid, p.name()) for p in left]
     assert code is not None and not left, f"alive {WITHIN_S:g} s after {sig!r}: {described}"
+    _, still = psutil.wait_procs(slow, timeout=90)
+    assert not still, f"alive 90 s after {sig!r}: {[(p.pid, p.name()) for p in still]}"
     return code, took
 
 
@@ -231,6 +236,8 @@ def test_the_basic_launcher_one_job_at_a_time(tmp_path, sig):
     proc, log = _start(tmp_path, args)
     code, _ = _stop(proc, sig)
     assert code == (128 + sig if sig != signal.SIGKILL else -sig), log.read_text()
+    if sig != signal.SIGKILL:
+        _assert_interrupted(tmp_path, log.read_text(), "interrupted by SIGTERM")
     _rerun_completes_each_job_once(tmp_path, args)
 
 
@@ -242,6 +249,8 @@ def test_submitit_local_launcher(tmp_path, sig):
     proc, log = _start(tmp_path, args)
     code, _ = _stop(proc, sig)
     assert code == (128 + sig if sig != signal.SIGKILL else -sig), log.read_text()
+    if sig != signal.SIGKILL:
+        _assert_interrupted(tmp_path, log.read_text(), "interrupted by SIGTERM")
     _rerun_completes_each_job_once(tmp_path, args)
 
 
@@ -254,7 +263,9 @@ def test_ray_launcher_and_its_local_instance(tmp_path, sig):
     ray_init = ("hydra/launcher=ray", "hydra.launcher.ray.init.num_cpus=2")
     args = [*_args(tmp_path, "logger=none", *ray_init)]
     proc, log = _start(tmp_path, args)
-    code, _ = _stop(proc, sig)
+    # after a SIGKILL, Ray's two agents end by themselves about 60 s later (docs/stopping.md)
+    late = ("ray::DashboardA", "ray::RuntimeEnv") if sig == signal.SIGKILL else ()
+    code, _ = _stop(proc, sig, late=late)
     assert code == (128 + sig if sig != signal.SIGKILL else -sig), log.read_text()
     if sig != signal.SIGKILL:
         _assert_interrupted(tmp_path, log.read_text(), "interrupted by SIGTERM")
