@@ -131,6 +131,16 @@ def _launch(overrides: list[str], *, planned: list, conf: Path, job, multirun: b
         raise typer.Exit(stopping.exit_code)
 
 
+def _check_study(planned: list, conf: Path) -> None:
+    """A sweep into a pre-registered study's folder refuses a design that no longer matches its
+    record (one line, exit 2); notes on settings added since are printed."""
+    from experiments.study.record import check_folder
+
+    for folder in sorted({j.job_dir.parent for j in planned}):
+        for note in check_folder(folder, config_dir=conf):
+            typer.echo(f"note: {note}")
+
+
 def _logger_mode(overrides: list[str], config_dir: Path) -> str:
     chosen = [o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0] == "logger"]
     name = chosen[-1] if chosen else "wandb_offline"
@@ -270,6 +280,7 @@ def sweep(
     planned = plan.plan(
         overrides, multirun=True, config_dir=conf, force=force, check_writable=not dry_run, job=job
     )
+    _check_study(planned, conf)
     skipped = {j.name for j in planned if not j.run}
     if dry_run:
         for j in planned:

@@ -205,3 +205,16 @@ def test_the_table_of_a_study_folder_tests_its_primary_contrast_alone(conf, tmp_
     assert not marked.search(other.stdout)
     assert "confirmatory" not in other.stdout.split("\n\n")[1]
     assert marked.search(runner.invoke(app, ["table", str(folder), "-m", "failed"]).stdout)
+
+
+def test_a_sweep_into_a_study_folder_refuses_a_changed_design(conf, tmp_path):
+    results = tmp_path / "results"
+    register(load_study("catch_stress", conf), config_dir=conf, results_dir=results)
+    stress = conf / "regime" / "stress.yaml"
+    stress.write_text(stress.read_text().replace("learning_rate: 0.03", "learning_rate: 0.02"))
+    args = ["sweep", "ablation=study_catch_stress", "variant=none", "seed=1000",
+            f"runtime.results_dir={results}", "--config-dir", str(conf), "--dry-run"]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2
+    assert "no longer runs as registered: muzero.learning_rate=0.03 -> 0.02" in result.output
+    assert sorted(p.name for p in (results / "study_catch_stress").iterdir()) == [RECORD]

@@ -207,3 +207,19 @@ def check(study: Study, *, config_dir: str | Path, results_dir: str | Path) -> l
 
 def design_yaml(study: Study) -> str:
     return yaml.safe_dump(_design(study), sort_keys=False)
+
+
+def check_folder(folder: str | Path, *, config_dir: str | Path) -> list[str]:
+    """A sweep into a study's folder (one holding a record) checks the study first: its design
+    and its arms' settings must still be those registered. Nothing for any other folder."""
+    from experiments.study.design import load_study
+
+    path = Path(folder) / RECORD
+    if not path.is_file():
+        return []
+    try:
+        name = json.loads(path.read_text(encoding="utf-8"))["study"]
+    except (json.JSONDecodeError, KeyError):
+        raise ConfigError(f"corrupt pre-registration record {str(path)!r}") from None
+    study = load_study(name, config_dir)
+    return check(study, config_dir=config_dir, results_dir=Path(folder).parent)
