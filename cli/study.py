@@ -46,6 +46,29 @@ def _rates(text: str) -> tuple[float, float]:
     return p1, p2
 
 
+def _pilot(study, folder: Path) -> tuple[float, float, float | None]:
+    """The baseline's and the primary arm's rates of the primary endpoint in a pilot folder (its
+    runs in the study's regime), and the median seconds of a run there."""
+    import numpy as np
+
+    from experiments.report.results import load_results
+
+    runs = load_results(folder).runs
+    if "regime" in runs:
+        runs = runs[runs["regime"] == study.regime]
+    rates = []
+    for arm in (study.baseline, study.primary.arm):
+        values = runs.loc[runs.get("variant") == arm, study.primary.endpoint].dropna()
+        if values.empty:
+            raise ConfigError(
+                f"pilot {str(folder)!r} has no {arm} runs with {study.primary.endpoint} in "
+                f"regime {study.regime}"
+            )
+        rates.append(float(values.mean()))
+    seconds = runs["wall_time_s"].dropna() if "wall_time_s" in runs else []
+    return rates[0], rates[1], (float(np.median(seconds)) if len(seconds) else None)
+
+
 @app.command("plan")
 @guarded
 def plan(
@@ -54,14 +77,33 @@ def plan(
         str | None,
         typer.Option(help="Baseline and arm rates, e.g. 0.6,0.3 (default: the study's planning)."),
     ] = None,
+    pilot: Annotated[
+        Path | None,
+        typer.Option(
+            help="A pilot's results folder: the rates of the primary endpoint for the baseline "
+            "and the primary arm in the study's regime, and its runs' median seconds."
+        ),
+    ] = None,
+    shrink: Annotated[
+        float,
+        typer.Option(help="With --pilot: plan for this fraction of the pilot's difference."),
+    ] = 0.5,
     power: Annotated[float, typer.Option(help="Target power for the runs-per-arm search.")] = 0.9,
+    jobs: Annotated[int, typer.Option(help="Runs at once, for the wall-time estimate.")] = 2,
 ) -> None:
-    """Exact power of the primary contrast (Fisher's test, by enumeration) and the runs per arm
-    that reach a target power."""
+    """Exact power of the primary contrast (Fisher's test, by enumeration), the runs per arm that
+    reach a target power, and the expected wall time of the whole study.
+
+    A pilot's difference overstates the effect (its best contrast was chosen by its result), so
+    with --pilot the plan is for --shrink (default half) of it."""
     from experiments.study.power import fisher_power, seeds_for_power
 
     study, _ = _load(name)
-    if rates is None:
+    seconds = None
+    if pilot is not None:
+        base, arm, seconds = _pilot(study, pilot)
+        p1, p2 = base, base + shrink * (arm - base)
+    elif rates is None:
         if not {"baseline_rate", "arm_rate"} <= study.planning.keys():
             raise ConfigError(f"study {name!r} declares no planning rates; give --rates P1,P2")
         p1, p2 = float(study.planning["baseline_rate"]), float(study.planning["arm_rate"])
@@ -71,10 +113,16 @@ def plan(
     got = fisher_power(p1, p2, n, alpha=alpha)
     need = seeds_for_power(p1, p2, power=power, alpha=alpha)
     typer.echo(
-        f"{study.primary.arm} vs {study.baseline} on {study.primary.endpoint}, rates {p1} vs {p2}, "
-        f"Fisher two-sided at alpha {alpha}: power {got:.3f} with {n} runs per arm; "
-        f"{need} runs per arm reach {power}"
+        f"{study.primary.arm} vs {study.baseline} on {study.primary.endpoint}, rates "
+        f"{p1:.3g} vs {p2:.3g}, Fisher two-sided at alpha {alpha}: power {got:.3f} with {n} "
+        f"runs per arm; {need} runs per arm reach {power}"
     )
+    if seconds is not None:
+        total = seconds * n * len(study.arms) / max(1, jobs)
+        typer.echo(
+            f"wall time: {len(study.arms)} arms x {n} runs x {seconds:.0f} s (the pilot's median "
+            f"run) / {jobs} at once = about {total / 3600:.1f} h"
+        )
 
 
 @app.command("register")

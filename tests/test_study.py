@@ -218,3 +218,27 @@ def test_a_sweep_into_a_study_folder_refuses_a_changed_design(conf, tmp_path):
     assert result.exit_code == 2
     assert "no longer runs as registered: muzero.learning_rate=0.03 -> 0.02" in result.output
     assert sorted(p.name for p in (results / "study_catch_stress").iterdir()) == [RECORD]
+
+
+def test_plan_from_a_pilot_folder(tmp_path):
+    # Pilot in regime stress: none fails in 3 of 4 runs (0.75), scale_gradient in 0 of 4. Half
+    # the difference (the default shrink): 0.75 vs 0.375. Runs of 10 s: 6 arms x 70 x 10 s / 2
+    # at once = 2100 s = 0.6 h.
+    pilot = tmp_path / "pilot"
+    _summaries(pilot, "none", [1, 1, 1, 0])
+    _summaries(pilot, "scale_gradient", [0, 0, 0, 0])
+    for summary in pilot.glob("*/summary.json"):
+        data = json.loads(summary.read_text())
+        data["stability"]["wall_time_s"] = 10.0
+        summary.write_text(json.dumps(data))
+    result = CliRunner().invoke(app, ["study", "plan", "catch_stress", "--pilot", str(pilot)])
+    assert result.exit_code == 0, result.output
+    n = seeds_for_power(0.75, 0.375, power=0.9)
+    assert "rates 0.75 vs 0.375" in result.output
+    assert (
+        f"power {fisher_power(0.75, 0.375, 70):.3f} with 70 runs per arm; {n} runs" in result.output
+    )
+    assert (
+        "6 arms x 70 runs x 10 s (the pilot's median run) / 2 at once = about 0.6 h"
+        in result.output
+    )
