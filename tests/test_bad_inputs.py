@@ -96,8 +96,8 @@ C = ("--config-dir", "{conf}")
 # (command line, what the one error line must contain); {res}, {data}, {conf} are filled in
 BAD = [
     # unknown names
-    (["sweep", "ablation=nope", R, *C], "unknown ablation 'nope'; choose one of: clip"),
-    (["sweep", R, *C], "gradlab sweep needs ablation=NAME; choose one of: clip"),
+    (["sweep", "ablation=nope", R, *C], "unknown ablation 'nope'; choose one of: calibration, "),
+    (["sweep", R, *C], "gradlab sweep needs ablation=NAME; choose one of: calibration, clip"),
     (["sweep", "ablation=clip", "variant=nope,clipnorm", R, *C], "unknown variant 'nope'"),
     (["run", "variant=maxnorn", R, *C], "unknown variant 'maxnorn'; choose one of"),
     (["run", "regime=paper", R, *C], "regime 'paper' was renamed 'tuned'"),
