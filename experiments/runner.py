@@ -248,11 +248,23 @@ def run_job(
     summary["stability"] = _stability(store.read_metrics(job_dir / "metrics.jsonl"), cfg, wall)
     summary["warnings"] = _warnings(tracker)
     store.write_json_atomic(job_dir / "summary.json", summary)
+    _write_curves(job_dir)
     tracker.finish(summary)
     if _warnings(tracker) != summary["warnings"]:  # closing the W&B run went wrong
         summary["warnings"] = _warnings(tracker)
         store.write_json_atomic(job_dir / "summary.json", summary)
     return summary
+
+
+def _write_curves(job_dir: Path) -> None:
+    """The job's compact curves.csv.gz, which figures redraw from where metrics.jsonl is not kept
+    (a clone of committed findings); a figure file never fails a job."""
+    try:
+        from experiments.report.curves import write_curves
+
+        write_curves(job_dir)
+    except Exception as err:  # noqa: BLE001 - as _stability
+        print(f"warning: curves.csv.gz not written: {err}", file=sys.stderr)
 
 
 def _warnings(tracker: Any) -> list[str]:

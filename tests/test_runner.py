@@ -239,3 +239,15 @@ def test_overlap_only_with_a_core_to_spare(monkeypatch):
     from experiments.job import MUZERO
 
     assert MUZERO.overlap and not standin.JOB.overlap
+
+
+def test_a_finished_job_writes_its_compact_curves(tmp_path):
+    import pandas as pd
+
+    cfg = _cfg(seed=2, variant="scale_gradient", training_steps=4)
+    _run(tmp_path, cfg)
+    curves = pd.read_csv(tmp_path / "job" / "curves.csv.gz")
+    rows = store.read_metrics(tmp_path / "job" / "metrics.jsonl")
+    # 4 steps: every step kept (the stride is 1 under 200 steps), the loss copied exactly
+    assert list(curves["step"]) == [1, 2, 3, 4]
+    assert list(curves["loss/total"]) == [r["loss/total"] for r in rows]
