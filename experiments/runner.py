@@ -247,8 +247,8 @@ def run_job(
     summary.update(status=status, steps=steps, diverged_step=diverged_step, wall_time_s=wall)
     summary["stability"] = _stability(store.read_metrics(job_dir / "metrics.jsonl"), cfg, wall)
     summary["warnings"] = _warnings(tracker)
+    _write_curves(job_dir)  # before the final summary: a kill here leaves the job to re-run
     store.write_json_atomic(job_dir / "summary.json", summary)
-    _write_curves(job_dir)
     tracker.finish(summary)
     if _warnings(tracker) != summary["warnings"]:  # closing the W&B run went wrong
         summary["warnings"] = _warnings(tracker)
