@@ -188,26 +188,15 @@ def base_values(
     Raises:
       ConfigError: the overrides do not compose, or a key is not set.
     """
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
 
     from experiments.config import register_schema
-    from experiments.config_errors import composition_error
+    from experiments.plan import compose
 
     if not keys:
         return {}
     register_schema(job.muzero_schema)
-    GlobalHydra.instance().clear()
-    try:
-        with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
-            cfg = compose("config", overrides=overrides)
-    except ConfigError:
-        raise
-    except Exception as err:  # noqa: BLE001 - Hydra's and OmegaConf's errors, as one line
-        raise composition_error(err) from None
-    finally:
-        GlobalHydra.instance().clear()
+    cfg = compose(config_dir, overrides)
     values = {}
     for key in keys:
         value = OmegaConf.select(cfg, key, default=None)

@@ -26,6 +26,7 @@ from experiments.private_api import warn_fallback
 
 __all__ = [
     "PlannedJob",
+    "compose",
     "expand",
     "group_options",
     "plan",
@@ -102,6 +103,14 @@ def expand(overrides: Sequence[str]) -> list[list[str]]:
         else:
             by_key[key] = [f"{key}={override.get_value_element_as_str()}"]
     return [list(job) for job in itertools.product(*by_key.values())]
+
+
+def compose(config_dir: str | Path, overrides: Sequence[str]) -> Any:
+    """The config ``overrides`` compose to in ``config_dir`` (Hydra's public compose API, the
+    ``hydra`` node included); Hydra's and OmegaConf's errors as one-line ConfigErrors. The one
+    composition outside a plan (a study's record, a calibration ladder's base values); the
+    caller registers the schema it composes on."""
+    return _compose(Path(config_dir), list(overrides))
 
 
 def _compose(config_dir: Path, overrides: list[str]) -> Any:

@@ -64,12 +64,9 @@ def _flatten(value: object, prefix: str = "") -> dict[str, object]:
 
 def arm_configs(study: Study, config_dir: Path) -> dict[str, dict[str, object]]:
     """Each arm's resolved run config (first seed; seed and runtime left out), flat keys."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
     from experiments.config import register_schema, to_run_config
-    from experiments.config_errors import composition_error
     from experiments.job import MUZERO
+    from experiments.plan import compose
 
     register_schema(MUZERO.muzero_schema)
     out = {}
@@ -82,17 +79,7 @@ def arm_configs(study: Study, config_dir: Path) -> dict[str, dict[str, object]]:
             *study.overrides,
             f"seed={study.seeds.start}",
         ]
-        GlobalHydra.instance().clear()
-        try:
-            with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
-                cfg = compose("config", overrides=overrides)
-            run = to_run_config(cfg)
-        except ConfigError:
-            raise
-        except Exception as err:  # noqa: BLE001 - Hydra's errors, as one line
-            raise composition_error(err) from None
-        finally:
-            GlobalHydra.instance().clear()
+        run = to_run_config(compose(config_dir, overrides))
         flat = _flatten(json.loads(json.dumps(dataclasses.asdict(run))))  # as stored
         out[arm.label] = {
             k: v
