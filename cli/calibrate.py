@@ -77,11 +77,11 @@ def calibrate(
 
       gradlab sweep ablation=hidden_scale regime=calibrated/cartpole task=cartpole
     """
-    from cli.jobs import _config_dir, _job, sweep
+    from cli.jobs import config_dir_of, job_of, sweep
     from experiments.calibrate import prepare, run_calibration
 
-    job = _job(ctx)
-    conf = _config_dir(config_dir)
+    job = job_of(ctx)
+    conf = config_dir_of(config_dir)
     cal = prepare(
         list(overrides or []),
         seeds=seeds,

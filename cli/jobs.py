@@ -16,7 +16,7 @@ import typer
 from cli._errors import guarded
 from experiments.errors import ConfigError
 
-__all__ = ["list_", "run", "sweep"]
+__all__ = ["config_dir_of", "job_of", "list_", "run", "sweep"]
 
 _OVERRIDES_HELP = (
     "Hydra overrides: seed=0, variant=scale_gradient variant.scale=0.25, task=cartpole, "
@@ -26,13 +26,15 @@ _OVERRIDES_HELP = (
 _CONFIG_DIR_HELP = "A Hydra config folder to use instead of gradlab's own conf/ (e.g. a copy)."
 
 
-def _job(ctx: typer.Context):
+def job_of(ctx: typer.Context):
+    """The job a command runs: the Click context's (tests' stand-ins), else MuZero."""
     from experiments.job import MUZERO, Job
 
     return ctx.obj if isinstance(ctx.obj, Job) else MUZERO
 
 
-def _config_dir(config_dir: Path | None) -> Path:
+def config_dir_of(config_dir: Path | None) -> Path:
+    """``--config-dir`` checked (it must hold a config.yaml), else gradlab's own conf/."""
     from experiments.hydra_app import CONF_DIR
 
     if config_dir is None:
@@ -171,9 +173,9 @@ def run(
     from cli._progress import RichProgress
     from experiments import plan, store
 
-    job = _job(ctx)
+    job = job_of(ctx)
     overrides = list(overrides or [])
-    conf = _config_dir(config_dir)
+    conf = config_dir_of(config_dir)
     (planned,) = plan.plan(overrides, multirun=False, config_dir=conf, force=force, job=job)
     if not planned.run:
         typer.echo(f"{planned.job_dir}: already {planned.reason}; use --force to run it again")
@@ -268,9 +270,9 @@ def sweep(
     from experiments import plan
     from experiments.process import cores
 
-    job = _job(ctx)
+    job = job_of(ctx)
     overrides = list(overrides or [])
-    conf = _config_dir(config_dir)
+    conf = config_dir_of(config_dir)
     task, hyd = plan.split_hydra_overrides(overrides)
     if not any(o.split("=", 1)[0] == "ablation" for o in task):
         options = ", ".join(plan.group_options(conf, "ablation"))
@@ -371,7 +373,7 @@ def list_(
     from experiments.muzero.options import LOSS_SCALES, NORMALISATIONS, Q_FORMS
     from experiments.variants import PLACEMENTS
 
-    conf = _config_dir(config_dir)
+    conf = config_dir_of(config_dir)
     sections = {
         "ablations (gradlab sweep ablation=NAME)": _yaml_group(conf, "ablation"),
         "regimes (regime=NAME)": _yaml_group(conf, "regime"),
