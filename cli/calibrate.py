@@ -66,7 +66,8 @@ def calibrate(
     Each rung is one sweep (finished runs are skipped: run the same command again to resume).
     Writes RESULTS/TASK/calibration/calibration.json and .md (every rung's counts: unstable,
     diverged, collapsed, never learned) and the chosen setting as the regime preset
-    conf/regime/calibrated/TASK.yaml, used as regime=calibrated/TASK. A ladder that runs out of
+    conf/regime/calibrated/TASK.yaml, used as regime=calibrated/TASK (TASK_BASE in both
+    places when the base regime is not tuned, e.g. catch_pseudocode). A ladder that runs out of
     rungs writes its record and no regime.
 
     Examples:

@@ -56,6 +56,7 @@ ABLATION = "calibration"
 """The sweep preset every rung runs under (``conf/ablation/calibration.yaml``)."""
 DEFAULT_SEEDS = "100-109"
 PRESET_GROUP = "calibrated"
+DEFAULT_BASE = "tuned"
 """Chosen regimes go to ``conf/regime/calibrated/TASK.yaml``."""
 _OWN_KEYS = ("task", "ladder", "regime")
 
@@ -91,18 +92,27 @@ class Calibration:
     base_settings: dict[str, Any]
 
     @property
+    def name(self) -> str:
+        """``TASK`` on the default base regime (``tuned``), else ``TASK_BASE``
+        (``catch_pseudocode``): one task's calibrations on two bases never share a folder or a
+        preset."""
+        if self.base_regime == DEFAULT_BASE:
+            return self.task
+        return f"{self.task}_{self.base_regime.replace('/', '_')}"
+
+    @property
     def folder(self) -> Path:
-        """The runs' and the record's folder, ``R/TASK/calibration``."""
-        return store.ablation_dir(self.results_dir / self.task, ABLATION)
+        """The runs' and the record's folder, ``R/NAME/calibration`` (:attr:`name`)."""
+        return store.ablation_dir(self.results_dir / self.name, ABLATION)
 
     @property
     def regime(self) -> str:
-        """The chosen regime's name, ``calibrated/TASK``."""
-        return f"{PRESET_GROUP}/{self.task}"
+        """The chosen regime's name, ``calibrated/NAME`` (:attr:`name`)."""
+        return f"{PRESET_GROUP}/{self.name}"
 
     @property
     def preset_path(self) -> Path:
-        return self.config_dir / "regime" / PRESET_GROUP / f"{self.task}.yaml"
+        return self.config_dir / "regime" / PRESET_GROUP / f"{self.name}.yaml"
 
     def sweep_overrides(self, index: int) -> list[str]:
         """``gradlab sweep``'s overrides for rung ``index`` (0-based)."""
@@ -197,7 +207,7 @@ def prepare(
         )
     task = task_facts(own["task"]).name
     ladder = load_ladder(config_dir, own.get("ladder", "default"))
-    base_regime = own.get("regime", "tuned")
+    base_regime = own.get("regime", DEFAULT_BASE)
     regimes = planning.group_options(config_dir, "regime")
     if base_regime not in regimes:
         raise unknown_choice("regime", base_regime, regimes)

@@ -405,3 +405,20 @@ def test_calibrate_end_to_end_and_resume(standin_env, conf):
     assert again.exit_code == 0, again.output
     assert again.output.count("1 skipped") == 2
     assert json.loads((folder / "calibration.json").read_text())["rungs"] == record["rungs"]
+
+
+def test_a_non_default_base_regime_gets_its_own_folder_and_preset(conf, tmp_path):
+    # calibrating Catch on regime=pseudocode must not share Catch's (tuned) record or preset
+    tuned = _prepare(conf, tmp_path)
+    other = _prepare(conf, tmp_path, "regime=pseudocode")
+    assert tuned.name == "catch" and other.name == "catch_pseudocode"
+    assert tuned.folder == tmp_path / "r" / "catch" / "calibration"
+    assert other.folder == tmp_path / "r" / "catch_pseudocode" / "calibration"
+    assert other.regime == "calibrated/catch_pseudocode"
+    assert other.preset_path == conf / "regime" / "calibrated" / "catch_pseudocode.yaml"
+    stable, bad = _summary(), _summary("diverged", diverged=1)
+    run_sweep, calls = _writer(other, [[stable] * 5, [bad, bad, stable, stable, stable]])
+    assert run_calibration(other, run_sweep, echo=lambda line: None).status == "chosen"
+    assert calls[0][:3] == ["ablation=calibration", "task=catch", "regime=pseudocode"]
+    assert (conf / "regime" / "calibrated" / "catch_pseudocode.yaml").is_file()
+    assert not (conf / "regime" / "calibrated" / "catch.yaml").exists()
