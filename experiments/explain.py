@@ -21,6 +21,7 @@ from experiments.gradients import (
     make_variant,
     scale_gradient,
 )
+from experiments.variants import NETWORKS
 
 __all__ = [
     "PROBE_HIDDEN",
@@ -125,11 +126,20 @@ def _kernel_scope(variant: Variant) -> tuple[str, str]:
     return scope, evidence
 
 
+def _learning_rate_scope(variant: Variant) -> tuple[str, str]:
+    factors = {name: float(variant.lr_scales.get(name, 1.0)) for name in NETWORKS}
+    scope = "global" if len(set(factors.values())) == 1 else "per network"
+    evidence = "learning rate " + ", ".join(f"{n} x{f:g}" for n, f in factors.items())
+    return scope, evidence
+
+
 def _scope(variant: Variant, jac: np.ndarray) -> tuple[str, str]:
     if variant.acts_on == "optimizer":
         a, b = optimizer_update_norms(dict(variant.optimizer_kwargs))
         scope = "per variable" if np.isclose(a, b) else "global"
         return scope, f"gradient norms 3, 4 -> updates {a:.2f}, {b:.2f}"
+    if variant.acts_on == "learning_rate":
+        return _learning_rate_scope(variant)
     if variant.acts_on == "weights":
         return _kernel_scope(variant)
     return _jacobian_scope(jac)

@@ -26,6 +26,7 @@ from experiments.registry import Registry
 
 __all__ = [
     "ACTS_ON",
+    "NETWORKS",
     "PLACEMENTS",
     "VARIANTS",
     "HiddenFn",
@@ -39,9 +40,14 @@ __all__ = [
 HiddenFn = Callable[[Any], Any]
 """A transform of the hidden state ``[B, H] -> [B, H]`` (TensorFlow tensors)."""
 
-ACTS_ON = ("nothing", "forward", "gradient", "optimizer", "weights")
+ACTS_ON = ("nothing", "forward", "gradient", "optimizer", "learning_rate", "weights")
 """Where a variant acts: the hidden state's forward values, the gradient through the hidden state,
-the optimizer's update, or the weights (a constraint applied after each update)."""
+the optimizer's update, the learning rate of some or all networks, or the weights (a constraint
+applied after each update)."""
+
+NETWORKS = ("representation", "dynamics", "prediction")
+"""The three networks, the units a variant's learning-rate factors (:attr:`Variant.lr_scales`)
+are given for."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,6 +104,10 @@ class Variant:
       optimizer_kwargs: keyword arguments for the Keras optimizer (``clipnorm``,
         ``global_clipnorm``), empty unless the variant acts on the optimizer.
       kernel_constraint: a Keras constraint for the dynamics network's kernels, or ``None``.
+      lr_scales: factors of the learning rate by network (:data:`NETWORKS`), a network not named
+        at x1; empty unless the variant acts on the learning rate. The learner gives each
+        distinct factor its own optimizer on the same schedule x factor; Adam's and momentum's
+        state is per variable, so that equals one optimizer with per-variable learning rates.
     """
 
     name: str
@@ -106,6 +116,9 @@ class Variant:
     hidden: HiddenFn
     optimizer_kwargs: Mapping[str, float]
     kernel_constraint: Any
+    lr_scales: Mapping[str, float] = dataclasses.field(
+        default_factory=lambda: types.MappingProxyType({})
+    )
 
     @property
     def transforms_hidden(self) -> bool:
@@ -118,8 +131,9 @@ class Variant:
         return self.acts_on == "forward"
 
 
-Built = tuple[HiddenFn, dict, Any]
-"""What a builder returns: ``(hidden transform, optimizer kwargs, kernel constraint or None)``."""
+Built = tuple[HiddenFn, dict, Any] | tuple[HiddenFn, dict, Any, dict]
+"""What a builder returns: ``(hidden transform, optimizer kwargs, kernel constraint or None)``,
+and a fourth item, the learning-rate factors by network, for a variant that acts on them."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,7 +146,8 @@ class VariantSpec:
       scope: declared granularity (elementwise, per sample, per variable, global, ...).
       summary: one line for ``gradlab list`` / ``gradlab explain``.
       params: the parameters, each a setting of the variant's config node.
-      build: ``(**params) -> (hidden, optimizer kwargs, kernel constraint)``; imports TensorFlow.
+      build: ``(**params) -> (hidden, optimizer kwargs, kernel constraint[, lr factors])``;
+        imports TensorFlow.
     """
 
     name: str
@@ -160,7 +175,7 @@ class VariantSpec:
     def bind(self, **params: Any) -> Variant:
         """Validates ``params`` and returns the bound :class:`Variant` (imports TensorFlow)."""
         bound = self.check_params(params)
-        hidden, opt_kwargs, constraint = self.build(**bound)
+        hidden, opt_kwargs, constraint, *lr_scales = self.build(**bound)
         return Variant(
             name=self.name,
             acts_on=self.acts_on,
@@ -168,6 +183,7 @@ class VariantSpec:
             hidden=hidden,
             optimizer_kwargs=types.MappingProxyType(opt_kwargs),
             kernel_constraint=constraint,
+            lr_scales=types.MappingProxyType(dict(*lr_scales)),
         )
 
 
@@ -211,6 +227,15 @@ def _build_maxnorm_kernel(max_value: float) -> Built:
     return _identity, {}, keras.constraints.MaxNorm(max_value=max_value, axis=0)
 
 
+def _build_lr_scale(scale: float) -> Built:
+    return _identity, {}, None, dict.fromkeys(NETWORKS, scale)
+
+
+def _build_dynamics_lr_scale(scale: float) -> Built:
+    return _identity, {}, None, {"dynamics": scale}
+
+
+_LR = ParamSpec("scale", 0.5, 0.0, False, "learning-rate factor")
 _SCALE = ParamSpec("scale", 0.5, 0.0, True, "gradient factor (0 = stop_gradient, 1 = none)")
 _CLIP = ParamSpec("clipnorm", 1.0, 0.0, False, "largest gradient norm the optimizer applies")
 _MAX = ParamSpec("max_value", 2.0, 0.0, False, "largest L2 norm kept (Keras' default is 2)")
@@ -278,6 +303,24 @@ VARIANTS: Registry[VariantSpec] = Registry(
             "(weights only)",
             params=(_MAX,),
             build=_build_maxnorm_kernel,
+        ),
+        VariantSpec(
+            name="lr_scale",
+            acts_on="learning_rate",
+            scope="global",
+            summary="control: the baseline with every network's learning rate x scale "
+            "(scale_gradient shrinks steps under SGD; this shrinks all of them)",
+            params=(_LR,),
+            build=_build_lr_scale,
+        ),
+        VariantSpec(
+            name="dynamics_lr_scale",
+            acts_on="learning_rate",
+            scope="per network",
+            summary="control: the baseline with the dynamics network's learning rate x scale, "
+            "the others' untouched",
+            params=(_LR,),
+            build=_build_dynamics_lr_scale,
         ),
     ],
 )

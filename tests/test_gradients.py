@@ -44,6 +44,8 @@ EXPECTED = {
     "global_clipnorm": (X, UP),
     "maxnorm": (_np_maxnorm(X, 2.0), _np_grad(lambda x: _np_maxnorm(x, 2.0), X, UP)),
     "maxnorm_kernel": (X, UP),  # acts on the dynamics kernels, not the hidden state
+    "lr_scale": (X, UP),  # acts on the learning rate (tests/test_learner.py)
+    "dynamics_lr_scale": (X, UP),
 }
 
 
@@ -79,6 +81,7 @@ def test_variant_declares_where_it_acts(name):
     variant = G.make_variant(name)
     assert variant.transforms_hidden == (spec.acts_on in ("forward", "gradient"))
     assert bool(variant.optimizer_kwargs) == (spec.acts_on == "optimizer")
+    assert bool(variant.lr_scales) == (spec.acts_on == "learning_rate")
     assert (variant.kernel_constraint is not None) == (spec.acts_on == "weights")
 
 

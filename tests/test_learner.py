@@ -291,3 +291,83 @@ def test_momentum_optimizer_takes_the_pseudocode_step_in_the_learner():
     for w0, g, w1 in zip(before, grads, nets.trainable_variables, strict=True):
         g = np.zeros_like(w0) if g is None else g.numpy()
         np.testing.assert_allclose(w1.numpy(), w0 - 0.1 * g, rtol=1e-5, atol=1e-7)
+
+
+def _weights(learner):
+    return [v.numpy().copy() for v in learner.networks.trainable_variables]
+
+
+def test_lr_scale_is_the_baseline_at_half_the_learning_rate_bit_for_bit():
+    # lr_scale 0.5: one optimizer on the schedule x 0.5, so exactly none at learning_rate 0.005
+    def run(variant, learning_rate):
+        config = _config(jit_compile=False, learning_rate=learning_rate)
+        nets = Networks(config.network, observation_size=5, num_actions=3, seed=1)
+        v = make_variant(variant)
+        learner = Learner(nets, config=config, variant=v, placement=get_placement("pseudocode"))
+        for seed in range(3):
+            learner.update(_batch(seed))
+        return learner
+
+    scaled, halved, full = run("lr_scale", 0.01), run("none", 0.005), run("none", 0.01)
+    assert len(scaled.optimizers) == 1
+    for a, b in zip(_weights(scaled), _weights(halved), strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert any(
+        not np.array_equal(a, b) for a, b in zip(_weights(scaled), _weights(full), strict=True)
+    )
+
+
+@pytest.mark.parametrize("optimizer", ["momentum", "adam"])
+def test_dynamics_lr_scale_halves_only_the_dynamics_networks_step(optimizer):
+    # One update from the same weights (all made non-zero, so every network gets a gradient).
+    # Both first steps are linear in the learning rate: momentum w - lr g; Keras' Adam
+    # w - lr_t m / (sqrt(v) + eps), with m, v independent of lr. So the dynamics network moves
+    # exactly half as far as under none, and the other two exactly as far.
+    def one_step(variant):
+        config = _config(jit_compile=False, optimizer=optimizer, learning_rate=0.1)
+        nets = Networks(config.network, observation_size=5, num_actions=3, seed=1)
+        rng = np.random.default_rng(7)
+        for w in nets.trainable_variables:
+            w.assign(rng.normal(scale=0.3, size=w.shape).astype(np.float32))
+        v = make_variant(variant)
+        learner = Learner(nets, config=config, variant=v, placement=get_placement("pseudocode"))
+        before = {n: [w.numpy().copy() for w in m.trainable_weights] for n, m in _models(nets)}
+        learner.update(_batch(2))
+        deltas = {
+            n: [w.numpy() - b for w, b in zip(m.trainable_weights, before[n], strict=True)]
+            for n, m in _models(nets)
+        }
+        return learner, deltas
+
+    learner, scaled = one_step("dynamics_lr_scale")
+    _, base = one_step("none")
+    assert len(learner.optimizers) == 2
+    for name in ("representation", "dynamics", "prediction"):
+        factor = 0.5 if name == "dynamics" else 1.0
+        assert any(np.abs(d).max() > 1e-4 for d in base[name]), name
+        for d_scaled, d_base in zip(scaled[name], base[name], strict=True):
+            np.testing.assert_allclose(d_scaled, factor * d_base, rtol=1e-3, atol=1e-7)
+
+
+def test_restart_resets_every_optimizer():
+    learner = _learner(variant="dynamics_lr_scale")
+    start = _weights(learner)
+    for seed in range(2):
+        learner.update(_batch(seed))
+    first = _weights(learner)
+    initial = Networks(learner.config.network, observation_size=5, num_actions=3, seed=1)
+    for a, b in zip(start, [v.numpy() for v in initial.trainable_variables], strict=True):
+        np.testing.assert_array_equal(a, b)  # the same seed builds the same start
+    learner.restart(initial)
+    for seed in range(2):
+        learner.update(_batch(seed))
+    for a, b in zip(first, _weights(learner), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def _models(nets):
+    return [
+        ("representation", nets.representation),
+        ("dynamics", nets.dynamics),
+        ("prediction", nets.prediction),
+    ]

@@ -71,7 +71,6 @@ class Learner:
         self.config = config
         self.variant = variant
         self.placement = placement
-        self.optimizer = make_optimizer(config, variant)
         self._groups = {
             "representation": networks.representation.trainable_variables,
             "dynamics": networks.dynamics.trainable_variables,
@@ -85,8 +84,24 @@ class Learner:
             for i, v in enumerate(self._variables)
             if not any(v is w for name in config.freeze for w in self._groups[name])
         ]
-        self.optimizer.build([self._variables[i] for i in self._applied])
-        self._optimizer_start = [v.numpy() for v in self.optimizer.variables]
+        # One optimizer per distinct learning-rate factor of the variant (x1 for every variant
+        # but the learning-rate controls): ``self._by_optimizer[j]`` are the applied variables'
+        # indices that optimizer j updates. Adam's and momentum's state is per variable, so this
+        # is one optimizer with per-variable learning rates.
+        factor_of = {}
+        for name, group in self._groups.items():
+            for v in group:
+                factor_of[id(v)] = float(variant.lr_scales.get(name, 1.0))
+        factors = sorted({factor_of[id(self._variables[i])] for i in self._applied}, reverse=True)
+        factors = factors or [1.0]
+        self.optimizers = [make_optimizer(config, variant, f) for f in factors]
+        self.optimizer = self.optimizers[0]
+        self._by_optimizer = [
+            [i for i in self._applied if factor_of[id(self._variables[i])] == f] for f in factors
+        ]
+        for optimizer, indices in zip(self.optimizers, self._by_optimizer, strict=True):
+            optimizer.build([self._variables[i] for i in indices])
+        self._optimizer_start = [v.numpy() for o in self.optimizers for v in o.variables]
         self._metric_names: list[str] = []
         # autograph=False: the step has no tensor-dependent Python control flow (its loops run
         # over Python ints), so AutoGraph's source transformation would only cost time: about half
@@ -108,7 +123,8 @@ class Learner:
         """
         for target, source in zip(self.networks.variables, initial.variables, strict=True):
             target.assign(source)
-        for variable, value in zip(self.optimizer.variables, self._optimizer_start, strict=True):
+        variables = [v for o in self.optimizers for v in o.variables]
+        for variable, value in zip(variables, self._optimizer_start, strict=True):
             variable.assign(value)
 
     def unroll(
@@ -197,7 +213,8 @@ class Learner:
             metrics[f"hidden/norm_depth_{k}"] = tf.reduce_mean(tf.norm(h, axis=-1))
         finite = tf.math.is_finite(metrics["grad/global_norm"]) & tf.math.is_finite(losses["total"])
         metrics["nonfinite"] = 1.0 - tf.cast(finite, tf.float32)
-        self.optimizer.apply_gradients([(grads[i], self._variables[i]) for i in self._applied])
+        for optimizer, indices in zip(self.optimizers, self._by_optimizer, strict=True):
+            optimizer.apply_gradients([(grads[i], self._variables[i]) for i in indices])
         return metrics
 
     def _update_packed(self, batch: dict[str, tf.Tensor]) -> tf.Tensor:

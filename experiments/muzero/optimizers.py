@@ -71,18 +71,23 @@ class Momentum(keras.optimizers.Optimizer):
 
 
 def learning_rate_schedule(
-    config: MuZeroConfig,
+    config: MuZeroConfig, scale: float = 1.0
 ) -> keras.optimizers.schedules.ExponentialDecay:
-    """``learning_rate * lr_decay_rate ** (step / lr_decay_steps)``, continuous (not staircase)."""
+    """``scale * learning_rate * lr_decay_rate ** (step / lr_decay_steps)``, continuous (not
+    staircase)."""
+    initial = config.learning_rate if scale == 1.0 else config.learning_rate * scale
     return keras.optimizers.schedules.ExponentialDecay(
-        config.learning_rate, decay_steps=config.lr_decay_steps, decay_rate=config.lr_decay_rate
+        initial, decay_steps=config.lr_decay_steps, decay_rate=config.lr_decay_rate
     )
 
 
-def make_optimizer(config: MuZeroConfig, variant: Variant) -> keras.optimizers.Optimizer:
-    """``config.optimizer`` on :func:`learning_rate_schedule`; the variant's optimizer keyword
-    arguments (``clipnorm``, ``global_clipnorm``) passed straight through."""
-    schedule = learning_rate_schedule(config)
+def make_optimizer(
+    config: MuZeroConfig, variant: Variant, lr_scale: float = 1.0
+) -> keras.optimizers.Optimizer:
+    """``config.optimizer`` on :func:`learning_rate_schedule` (x ``lr_scale``: one of the
+    variant's learning-rate factors); the variant's optimizer keyword arguments (``clipnorm``,
+    ``global_clipnorm``) passed straight through."""
+    schedule = learning_rate_schedule(config, lr_scale)
     kwargs = dict(variant.optimizer_kwargs)
     if config.optimizer == "adam":
         return keras.optimizers.Adam(learning_rate=schedule, **kwargs)
