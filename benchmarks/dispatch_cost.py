@@ -8,8 +8,8 @@ alternating blocks (order swapped every round), on the same inputs:
 
 * ``public``: ``concrete(*args)``, TensorFlow's documented call, which binds the arguments to
   the traced signature on every call;
-* ``flat``: :class:`~experiments.muzero.compiled_call.FlatCall`, which checks dtypes and shapes
-  itself and runs the concrete function's flat entry point.
+* ``flat``: :class:`~experiments.muzero.runtime.compiled_call.FlatCall`, which checks dtypes and
+  shapes itself and runs the concrete function's flat entry point.
 
 Two functions: the default train step (``Learner.update_tensors``' concrete function, fed the
 arrays of a fixed batch; the step also updates the weights, so both ways run the same work) and
@@ -54,8 +54,8 @@ def main() -> None:
     import tensorflow as tf
 
     from experiments.bench import train_step
-    from experiments.muzero.compiled_call import FlatCall
     from experiments.muzero.config import MuZeroConfig
+    from experiments.muzero.runtime.compiled_call import FlatCall
     from experiments.muzero.search_tf import CompiledSearch, draw_randomness
     from experiments.muzero.selfplay import Inference
 

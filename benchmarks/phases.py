@@ -45,8 +45,9 @@ def main(overrides: list[str]) -> None:
     process.quiet_tensorflow()
     import tensorflow as tf  # noqa: F401  (the import is part of start-up)
 
-    from experiments.muzero import batches, selfplay, train
     from experiments.muzero import learner as learner_module
+    from experiments.muzero import selfplay, train
+    from experiments.muzero.runtime import batches
 
     spent: dict[str, float] = defaultdict(float)
     calls: dict[str, int] = defaultdict(int)

@@ -2,7 +2,7 @@
 
 gradlab calls three private APIs, each for speed only (docs/performance_private.md):
 
-* TensorFlow's ``ConcreteFunction._call_flat`` (:mod:`experiments.muzero.compiled_call`);
+* TensorFlow's ``ConcreteFunction._call_flat`` (:mod:`experiments.muzero.runtime.compiled_call`);
 * Hydra's ``ConfigLoaderImpl._apply_overrides_to_config`` (:mod:`experiments.plan`);
 * Hydra's internal ``BasicSweeper``, subclassed (``hydra_plugins/gradlab_sweeper``).
 

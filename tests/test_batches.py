@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from experiments.muzero.batches import Batches
 from experiments.muzero.replay import ReplayBuffer
+from experiments.muzero.runtime.batches import Batches
 
 
 def _episode(rng, length, num_actions=3, obs=4):

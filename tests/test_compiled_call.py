@@ -8,11 +8,11 @@ import tensorflow as tf
 
 from experiments.errors import ConfigError
 from experiments.gradients import get_placement, make_variant
-from experiments.muzero.compiled_call import FlatCall
 from experiments.muzero.config import MuZeroConfig, NetworkConfig
 from experiments.muzero.learner import Learner
 from experiments.muzero.networks import Networks
 from experiments.muzero.replay import Batch
+from experiments.muzero.runtime.compiled_call import FlatCall
 from experiments.muzero.search_tf import CompiledSearch, draw_randomness
 from experiments.muzero.selfplay import Inference
 

@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from experiments.muzero.deferred import DeferredEvaluations
+from experiments.muzero.runtime.deferred import DeferredEvaluations
 
 
 def _collect(ahead: bool, *, release: threading.Event | None = None):

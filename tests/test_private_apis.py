@@ -21,8 +21,12 @@ from experiments import plan
 from experiments.config import register_schema, to_run_config
 from experiments.errors import ConfigError
 from experiments.hydra_app import CONF_DIR
-from experiments.muzero.compiled_call import CapturesUnavailable, FlatCall, substitutes_captures
 from experiments.muzero.config import MuZeroConfig
+from experiments.muzero.runtime.compiled_call import (
+    CapturesUnavailable,
+    FlatCall,
+    substitutes_captures,
+)
 from experiments.private_api import PrivateAPIWarning
 from hydra_plugins.gradlab_sweeper import planned_sweeper
 
@@ -36,7 +40,7 @@ def _recorded(run):
 
 
 # ---------------------------------------------------------------------------------------------
-# TensorFlow: ConcreteFunction._call_flat (experiments/muzero/compiled_call.py).
+# TensorFlow: ConcreteFunction._call_flat (experiments/muzero/runtime/compiled_call.py).
 
 
 def _scaled():

@@ -22,8 +22,8 @@ from experiments.muzero._acting import select_action
 from experiments.muzero._tree import pick
 from experiments.muzero.qtransforms import Q_FORMS
 from experiments.muzero.reference_search import run_search
+from experiments.muzero.runtime.weights import WeightCopy
 from experiments.muzero.search_tf import CompiledSearch, draw_randomness
-from experiments.muzero.weights import WeightCopy
 
 FORMS = tuple(Q_FORMS)
 

@@ -217,7 +217,7 @@ def test_a_run_left_unfinished_at_exit_closes_quietly(tmp_path):
 def test_without_the_private_call_evaluations_run_in_line_same_rows(monkeypatch):
     """TensorFlow without ConcreteFunction._call_flat cannot plan on a weight copy: train warns
     once and evaluates in line; the rows are those of the run with the overlap."""
-    from experiments.muzero import compiled_call
+    from experiments.muzero.runtime import compiled_call
     from experiments.private_api import PrivateAPIWarning
 
     assert compiled_call.captures_available()  # TensorFlow 2.21 has it

@@ -46,12 +46,12 @@ import numpy as np
 import tensorflow as tf
 
 from experiments.gradients import Placement, Variant
-from experiments.muzero.compiled_call import FlatCall
 from experiments.muzero.config import MuZeroConfig
 from experiments.muzero.networks import Networks, recurrent_step
 from experiments.muzero.optimizers import make_optimizer
 from experiments.muzero.options import step_weights
 from experiments.muzero.replay import Batch
+from experiments.muzero.runtime.compiled_call import FlatCall
 
 __all__ = ["Learner", "make_optimizer", "step_weights"]
 

@@ -43,9 +43,9 @@ from experiments.muzero._checks import (
     check_unit,
 )
 from experiments.muzero._tree_tf import RecurrentFnTF
-from experiments.muzero.compiled_call import FlatCall
 from experiments.muzero.qtransforms import QForm, resolve
-from experiments.muzero.weights import WeightCopy
+from experiments.muzero.runtime.compiled_call import FlatCall
+from experiments.muzero.runtime.weights import WeightCopy
 
 __all__ = [
     "CompiledOutput",
@@ -195,7 +195,7 @@ class CompiledSearch:
 
     def concrete_function(self, batch_size: int, observation_size: int):
         """The traced function for observations ``[batch_size, observation_size]`` (cached), called
-        through :class:`~experiments.muzero.compiled_call.FlatCall`.
+        through :class:`~experiments.muzero.runtime.compiled_call.FlatCall`.
 
         It takes ``(observations [B, O] float32, noise [B, A] float64, noise_fraction float64,
         temperature float64, uniforms [B, A] float64)`` tensors and returns ``(actions [B] int64,
@@ -234,7 +234,7 @@ class CompiledSearch:
           temperature: visit-count temperature, >= 0.
           uniforms: [B, A] from :func:`draw_randomness`.
           weights: plan with this copy of the weights instead of the networks' variables (the
-            same compiled program; :class:`~experiments.muzero.weights.WeightCopy`).
+            same compiled program; :class:`~experiments.muzero.runtime.weights.WeightCopy`).
 
         Returns:
           The actions and the search statistics.

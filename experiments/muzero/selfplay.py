@@ -28,9 +28,9 @@ from experiments.muzero.config import MuZeroConfig
 from experiments.muzero.episodes import RunningEpisodes
 from experiments.muzero.networks import Networks, recurrent_step
 from experiments.muzero.replay import ReplayBuffer
+from experiments.muzero.runtime.weights import WeightCopy
 from experiments.muzero.search import run_search, select_action, visit_softmax_temperature
 from experiments.muzero.search_tf import CompiledSearch
-from experiments.muzero.weights import WeightCopy
 from experiments.tasks import VectorEnv
 
 __all__ = ["SEARCHES", "Inference", "SelfPlay", "act", "evaluate"]

@@ -14,34 +14,19 @@ from collections.abc import Iterator
 import numpy as np
 
 from experiments.gradients import Placement, Variant
-from experiments.muzero import compiled_call
 from experiments.muzero.agents import Agent, AgentCache
-from experiments.muzero.batches import Batches
 from experiments.muzero.config import MuZeroConfig
-from experiments.muzero.deferred import DeferredEvaluations
 from experiments.muzero.learner import Learner
 from experiments.muzero.networks import Networks
 from experiments.muzero.replay import ReplayBuffer
+from experiments.muzero.runtime.batches import Batches
+from experiments.muzero.runtime.compiled_call import copies_available
+from experiments.muzero.runtime.deferred import DeferredEvaluations
 from experiments.muzero.selfplay import Inference, SelfPlay, evaluate
 from experiments.muzero.support import resolve_support_sizes
-from experiments.private_api import warn_fallback
 from experiments.tasks import TaskConfig, make_env
 
 __all__ = ["train"]
-
-
-def _evaluations_can_overlap() -> bool:
-    """Planning on a copy of the weights needs ``_call_flat``; without it, one warning and the
-    evaluations run in line with training (the same rows, without the overlap)."""
-    if compiled_call.captures_available():
-        return True
-    warn_fallback(
-        "ConcreteFunction._call_flat (planning with a copy of the weights)",
-        "evaluations in line with training",
-        "without the overlap",
-        AttributeError("ConcreteFunction has no _call_flat"),
-    )
-    return False
 
 
 def _seed(rng: np.random.Generator) -> int:
@@ -77,11 +62,11 @@ def train(
 
     ``overlap``: work that does not feed the next training step runs on worker threads beside
     it: the next step's batch is sampled while a step trains, when no self-play move lies
-    between (:class:`~experiments.muzero.batches.Batches`), and an evaluation plans with a
-    copy of its step's weights while training goes on, its row yielded when it is done
-    (:class:`~experiments.muzero.deferred.DeferredEvaluations`). The same rows either way, in
-    the same order; faster where a core is free (one run on 2 cores), no slower where none is
-    (two runs at once on 2 cores, as ``gradlab sweep`` runs them).
+    between (:class:`~experiments.muzero.runtime.batches.Batches`), and an evaluation plans with
+    a copy of its step's weights while training goes on, its row yielded when it is done
+    (:class:`~experiments.muzero.runtime.deferred.DeferredEvaluations`). The same rows either
+    way, in the same order; faster where a core is free (one run on 2 cores), no slower where
+    none is (two runs at once on 2 cores, as ``gradlab sweep`` runs them).
 
     The caller may stop iterating at any time; nothing needs cleaning up.
     """
@@ -152,9 +137,9 @@ def train(
         replay, sample=sample, tensors=learner.batch_tensors, rng=sample_rng, ahead=overlap
     )
 
-    # Evaluations ahead plan with a copy of their step's weights, so training goes on meanwhile.
-    # That needs TensorFlow's private _call_flat; without it they run in line (same numbers).
-    ahead = overlap and _evaluations_can_overlap()
+    # Evaluations ahead plan with a copy of their step's weights, so training goes on meanwhile,
+    # where this TensorFlow allows it (runtime.compiled_call); else in line (the same numbers).
+    ahead = overlap and copies_available()
     copy = inference.weight_copy() if ahead else None
 
     def evaluation() -> float:

@@ -3,8 +3,9 @@ the evaluations run on a worker thread while training goes on.
 
 An evaluation reads the weights of its step and nothing that training touches (its own
 environments and generator), so it can run beside the following training steps when it plans
-with a copy of the weights made at its step (:class:`~experiments.muzero.weights.WeightCopy`):
-the same numbers as in turn, rows yielded in the same order, a few steps later
+with a copy of the weights made at its step
+(:class:`~experiments.muzero.runtime.weights.WeightCopy`): the same numbers as in turn, rows
+yielded in the same order, a few steps later
 (``tests/test_deferred.py``, ``tests/test_train.py``).
 """
 
@@ -14,7 +15,7 @@ import collections
 import concurrent.futures
 from collections.abc import Callable, Iterator
 
-from experiments.muzero._worker import Worker
+from experiments.muzero.runtime._worker import Worker
 
 __all__ = ["DeferredEvaluations"]
 

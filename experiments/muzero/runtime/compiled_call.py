@@ -14,9 +14,10 @@ or takes other arguments, a :class:`FlatCall` warns once
 (:class:`~experiments.private_api.PrivateAPIWarning`) and calls the concrete function publicly
 instead, which gives the same numbers with the binding cost. One thing has no public equivalent:
 running the program on OTHER captured inputs (``captured=``, how
-:class:`~experiments.muzero.weights.WeightCopy` plans with a copy of the weights). Without
+:class:`~experiments.muzero.runtime.weights.WeightCopy` plans with a copy of the weights). Without
 ``_call_flat`` that raises :class:`CapturesUnavailable`; :func:`substitutes_captures` says
-beforehand whether it would.
+beforehand whether it would, and :func:`copies_available` decides for a run (one warning, then
+evaluations in line with training).
 """
 
 from __future__ import annotations
@@ -28,7 +29,13 @@ import tensorflow as tf
 from experiments.errors import ConfigError
 from experiments.private_api import BROKEN, warn_fallback
 
-__all__ = ["CapturesUnavailable", "FlatCall", "captures_available", "substitutes_captures"]
+__all__ = [
+    "CapturesUnavailable",
+    "FlatCall",
+    "captures_available",
+    "copies_available",
+    "substitutes_captures",
+]
 
 
 class CapturesUnavailable(RuntimeError):
@@ -63,6 +70,21 @@ def captures_available() -> bool:
     private ``_call_flat`` exists): a lookup on the class of a trivial traced function."""
     concrete = tf.function(lambda: tf.constant(0)).get_concrete_function()
     return substitutes_captures(concrete)
+
+
+def copies_available() -> bool:
+    """Whether a search may plan on a :class:`~experiments.muzero.runtime.weights.WeightCopy`
+    (:func:`captures_available`). Without the private ``_call_flat`` it warns once and returns
+    ``False``: a run then evaluates in line with training, the same rows without the overlap."""
+    if captures_available():
+        return True
+    warn_fallback(
+        "ConcreteFunction._call_flat (planning with a copy of the weights)",
+        "evaluations in line with training",
+        "without the overlap",
+        AttributeError("ConcreteFunction has no _call_flat"),
+    )
+    return False
 
 
 class FlatCall:

@@ -3,11 +3,12 @@ the networks' variables can read instead.
 
 A compiled function receives the variables it reads as their resource handles, given at every
 call (``ConcreteFunction.captured_inputs``); given the handles of other variables of the same
-shapes and dtypes, the same program reads those (:class:`~experiments.muzero.compiled_call.
-FlatCall`, ``captured=``). So an evaluation can plan with the weights of its training step, on
-another thread, while training changes the networks: :meth:`WeightCopy.refresh` copies them (one
-call for all variables), and the copy does not change until the next refresh. No second
-program is traced or compiled, and on the same values the program computes the same numbers.
+shapes and dtypes, the same program reads those
+(:class:`~experiments.muzero.runtime.compiled_call.FlatCall`, ``captured=``). So an evaluation
+can plan with the weights of its training step, on another thread, while training changes the
+networks: :meth:`WeightCopy.refresh` copies them (one call for all variables), and the copy does
+not change until the next refresh. No second program is traced or compiled, and on the same
+values the program computes the same numbers.
 """
 
 from __future__ import annotations

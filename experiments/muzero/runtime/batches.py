@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from experiments.muzero._worker import Worker
 from experiments.muzero.replay import Batch, ReplayBuffer
+from experiments.muzero.runtime._worker import Worker
 
 __all__ = ["Batches"]
 

@@ -1,0 +1,17 @@
+"""Speed machinery of a run: nothing here changes a number, only when and how fast it is computed.
+
+* :mod:`~experiments.muzero.runtime.compiled_call`: a traced function called with its flat
+  tensors (``FlatCall``); the one use of TensorFlow's private ``ConcreteFunction._call_flat``,
+  with its public fallback, and whether evaluations may plan on a copy of the weights;
+* :mod:`~experiments.muzero.runtime.weights`: ``WeightCopy``, the networks' weights in variables
+  of their own, which the same compiled search can read instead;
+* :mod:`~experiments.muzero.runtime.batches`: ``Batches``, the next training batch prepared on a
+  worker thread while the current step trains;
+* :mod:`~experiments.muzero.runtime.deferred`: ``DeferredEvaluations``, a run's rows in order,
+  their evaluations run beside training;
+* :mod:`~experiments.muzero.runtime._worker`: the one worker thread behind the last two.
+
+Each is checked to give the same numbers as the plain path (``tests/test_compiled_call.py``,
+``tests/test_batches.py``, ``tests/test_deferred.py``, ``tests/test_train.py``). Nothing is
+imported here, so importing the package stays cheap.
+"""
