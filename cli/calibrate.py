@@ -111,7 +111,7 @@ def calibrate(
                 err=True,
             )
             raise typer.Exit(1)
-        typer.echo(f"regime=calibrated/{cal.task}  ({cal.preset_path})")
+        typer.echo(f"regime={cal.regime}  ({cal.preset_path})")
     elif outcome.status == "exhausted":
         typer.echo(
             f"no rung met the rule (>= {cal.rule:g} of {len(cal.seeds)} seeds unstable): the "
