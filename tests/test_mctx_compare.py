@@ -1,0 +1,73 @@
+"""benchmarks/mctx_compare.py: gradlab's compiled search vs mctx, one tiny round.
+
+Runs only where the ``mctx`` extra is installed (``pip install -e ".[mctx]"``); skipped, without
+importing JAX, everywhere else.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("jax")
+pytest.importorskip("mctx")
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "mctx_compare.py"
+
+
+@pytest.fixture(scope="module")
+def mctx_compare():
+    spec = importlib.util.spec_from_file_location("mctx_compare", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop(spec.name, None)
+
+
+@pytest.fixture(scope="module")
+def result(mctx_compare):
+    settings = mctx_compare.catch_settings(batch_size=2, num_simulations=3)
+    return mctx_compare.compare(settings, rounds=1)
+
+
+def test_settings_are_catchs_preset(mctx_compare):
+    settings = mctx_compare.catch_settings()
+    assert (settings.batch_size, settings.num_simulations) == (128, 8)
+    assert (settings.observation_size, settings.num_actions) == (50, 3)
+    assert (settings.network.hidden_size, settings.network.width) == (32, 64)
+    assert settings.discount == 0.997
+    assert settings.q_form == "normalized"
+
+
+def test_both_searches_return_a_policy_over_the_actions(result):
+    for name in ("gradlab", "mctx"):
+        policy = result.policies[name]
+        assert policy.shape == (2, 3), name
+        assert np.all(policy >= 0), name
+        np.testing.assert_allclose(policy.sum(axis=1), 1.0, rtol=1e-6, err_msg=name)
+
+
+def test_same_networks_on_both_sides(result):
+    assert result.network_gap <= 1e-3
+
+
+def test_rates_are_positive_and_ratio_is_their_quotient(result, mctx_compare):
+    assert set(result.rates) == {"gradlab", "mctx"}
+    for name, rates in result.rates.items():
+        assert len(rates) == 1, name
+        assert all(rate > 0 for rate in rates), name
+        assert result.median[name] == rates[0]
+    assert result.ratio == pytest.approx(result.median["gradlab"] / result.median["mctx"])
+    text = mctx_compare.report(result)
+    assert "gradlab / mctx" in text and "simulations/s" in text
+
+
+def test_rounds_must_be_positive(mctx_compare):
+    settings = mctx_compare.catch_settings(batch_size=2, num_simulations=3)
+    with pytest.raises(ValueError, match="rounds must be >= 1"):
+        mctx_compare.compare(settings, rounds=0)
