@@ -144,7 +144,7 @@ def _rung_overrides(cal: Calibration, settings: dict[str, str]) -> list[str]:
         *(f"{k}={v}" for k, v in settings.items()),
         "variant=none",
         f"seed={','.join(map(str, cal.seeds))}",
-        f"runtime.results_dir={cal.results_dir / cal.task}",
+        f"runtime.results_dir={cal.results_dir / cal.name}",
     ]
 
 

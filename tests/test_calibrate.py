@@ -416,6 +416,9 @@ def test_a_non_default_base_regime_gets_its_own_folder_and_preset(conf, tmp_path
     assert other.folder == tmp_path / "r" / "catch_pseudocode" / "calibration"
     assert other.regime == "calibrated/catch_pseudocode"
     assert other.preset_path == conf / "regime" / "calibrated" / "catch_pseudocode.yaml"
+    # the runs go where the record goes: every rung's jobs in the folder of their own
+    assert all(j.job_dir.parent == other.folder for rung in other.jobs for j in rung)
+    assert all(j.job_dir.parent == tuned.folder for rung in tuned.jobs for j in rung)
     stable, bad = _summary(), _summary("diverged", diverged=1)
     run_sweep, calls = _writer(other, [[stable] * 5, [bad, bad, stable, stable, stable]])
     assert run_calibration(other, run_sweep, echo=lambda line: None).status == "chosen"
