@@ -19,7 +19,7 @@ from _search_models import (
 from experiments.errors import ConfigError
 from experiments.muzero import _tree_tf
 from experiments.muzero._acting import select_action
-from experiments.muzero._tree import pick
+from experiments.muzero._reference_tree import pick
 from experiments.muzero.qtransforms import Q_FORMS
 from experiments.muzero.reference_search import run_search
 from experiments.muzero.runtime.weights import WeightCopy

@@ -1,9 +1,10 @@
 """Acting from a search: the visit-count temperature schedule and the action draw.
 
-Re-exported by :mod:`experiments.muzero.search`. The pseudocode (Schrittwieser et al., 2020,
-``select_action`` / ``visit_softmax_temperature_fn``) samples an action with probability
-proportional to ``visit_count ** (1 / T)``, T from a schedule over training steps
-(1.0, then 0.5 after 500k steps, then 0.25 after 750k); T = 0 means the most visited action.
+Used by self-play; re-exported by :mod:`experiments.muzero.reference_search`. The pseudocode
+(Schrittwieser et al., 2020, ``select_action`` / ``visit_softmax_temperature_fn``) samples an
+action with probability proportional to ``visit_count ** (1 / T)``, T from a schedule over
+training steps (1.0, then 0.5 after 500k steps, then 0.25 after 750k); T = 0 means the most
+visited action.
 """
 
 from __future__ import annotations

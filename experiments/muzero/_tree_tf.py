@@ -2,9 +2,10 @@
 
 B trees of ``N = num_simulations + 1`` nodes are tensors ``[B, N]`` (``[B, N, A]`` per child,
 ``[B, N, H]`` hidden states), node 0 the root and node ``s + 1`` the leaf added by simulation ``s``,
-as in :mod:`experiments.muzero._tree` and google-deepmind/mctx. Tree statistics are float64, as in
-the NumPy tree, and every score is computed in the NumPy tree's order of operations (the same
-products, sums and quotients, the exploration weights from the same host-computed table, the same
+as in the NumPy reference's :mod:`experiments.muzero._reference_tree` and google-deepmind/mctx.
+Tree statistics are float64, as in the NumPy tree, and every score is computed in the NumPy
+tree's order of operations (the same products, sums and quotients, the exploration weights from
+the same host-computed table, :mod:`experiments.muzero._puct`, the same
 :class:`~experiments.muzero.qtransforms.QForm` functions), so the two searches agree bit for bit
 wherever the model's outputs do. Ties follow the form's rule, as NumPy's: :func:`argmax_first`
 (``np.argmax``) or :func:`argmax_last` (``tf.argmax`` promises neither).
@@ -18,7 +19,7 @@ from collections.abc import Callable
 import numpy as np
 import tensorflow as tf
 
-from experiments.muzero._tree import exploration_weight
+from experiments.muzero._puct import exploration_weight
 from experiments.muzero.qtransforms import QForm
 
 F64 = tf.float64
@@ -51,7 +52,8 @@ class Tree:
 
 
 def softmax64(logits: tf.Tensor) -> tf.Tensor:
-    """[B, A] -> [B, A] float64, max-shifted, as :func:`experiments.muzero._tree.softmax`."""
+    """[B, A] -> [B, A] float64, max-shifted, as the reference's
+    :func:`experiments.muzero._reference_tree.softmax`."""
     logits = tf.cast(logits, F64)
     z = tf.exp(logits - tf.reduce_max(logits, axis=1, keepdims=True))
     return z / tf.reduce_sum(z, axis=1, keepdims=True)

@@ -46,10 +46,10 @@ Choices where the sources leave room (or where we deviate), all deliberate:
   randomness). NumPy draws the rows in order, so B trees searched one at a time with one shared
   generator get the same noise as one batched search: batched == B independent searches, exactly.
 * Numerics: tree statistics are float64; hidden states keep the dtype of ``root_hidden``. The
-  pUCT score is evaluated in a rearranged but equivalent order (see ``_tree.py``): equal to the
-  pseudocode's up to float rounding; the backed-up returns follow its recursion exactly.
-  Non-finite network outputs are not checked (a diverging run must not crash here; the learner's
-  ``nonfinite`` flag reports it).
+  pUCT score is evaluated in a rearranged but equivalent order (see ``_reference_tree.py``):
+  equal to the pseudocode's up to float rounding; the backed-up returns follow its recursion
+  exactly. Non-finite network outputs are not checked (a diverging run must not crash here; the
+  learner's ``nonfinite`` flag reports it).
 """
 
 from __future__ import annotations
@@ -61,13 +61,8 @@ import numpy as np
 from experiments.errors import ConfigError
 from experiments.muzero._acting import select_action, visit_softmax_temperature
 from experiments.muzero._checks import check_count, check_positive, check_unit
-from experiments.muzero._tree import (
-    RecurrentFn,
-    exploration_weight,
-    min_max_params,
-    search_trees,
-    softmax,
-)
+from experiments.muzero._puct import exploration_weight
+from experiments.muzero._reference_tree import RecurrentFn, min_max_params, search_trees, softmax
 from experiments.muzero.qtransforms import Q_FORMS, QForm, resolve
 
 __all__ = [

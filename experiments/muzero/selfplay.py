@@ -2,10 +2,12 @@
 
 Every move of all ``B`` environments is, by default, ONE call of a compiled graph that runs the
 initial inference, the whole search and the action choice
-(:class:`~experiments.muzero.search_tf.CompiledSearch`); ``search="numpy"`` runs the reference
-NumPy search instead (:func:`~experiments.muzero.search.run_search`: one batched ``initial``
-call, then one compiled ``recurrent`` call per simulation for all ``B`` trees). Both draw the same
-numbers from the acting generator and give the same moves (``tests/test_selfplay.py``).
+(:class:`~experiments.muzero.search_tf.CompiledSearch`): what every run does. ``search="numpy"``
+runs the readable reference search instead, to check the compiled one against it
+(:func:`~experiments.muzero.reference_search.run_search`: one batched ``initial`` call, then one
+compiled ``recurrent`` call per simulation for all ``B`` trees); no run or preset takes it. Both
+draw the same numbers from the acting generator and give the same moves
+(``tests/test_selfplay.py``).
 
 Planning sees the model that was trained: a variant that changes forward values (``maxnorm``) is
 applied inside the search's recurrent inference exactly where the learner's unroll applies it,
@@ -24,19 +26,21 @@ import tensorflow as tf
 
 from experiments.errors import ConfigError, unknown_choice
 from experiments.gradients import Placement, Variant, get_placement
+from experiments.muzero._acting import select_action, visit_softmax_temperature
 from experiments.muzero.config import MuZeroConfig
 from experiments.muzero.episodes import RunningEpisodes
 from experiments.muzero.networks import Networks, recurrent_step
+from experiments.muzero.reference_search import run_search
 from experiments.muzero.replay import ReplayBuffer
 from experiments.muzero.runtime.weights import WeightCopy
-from experiments.muzero.search import run_search, select_action, visit_softmax_temperature
 from experiments.muzero.search_tf import CompiledSearch
 from experiments.tasks import VectorEnv
 
 __all__ = ["SEARCHES", "Inference", "SelfPlay", "act", "evaluate"]
 
 SEARCHES = ("compiled", "numpy")
-"""How :func:`act` searches: one compiled graph per move, or the NumPy reference search."""
+"""How :func:`act` searches: one compiled graph per move (runs), or the NumPy reference search
+(checks of the compiled one only)."""
 
 
 class Inference:

@@ -1,4 +1,5 @@
-"""The array tree behind :func:`experiments.muzero.reference_search.run_search` (private).
+"""The array tree of the NumPy reference search (private; no run uses it): the tree behind
+:func:`experiments.muzero.reference_search.run_search`.
 
 B trees, each of ``N = num_simulations + 1`` nodes, live in flat arrays: node ``n`` of tree ``b``
 is row ``b * N + n`` (node 0 the root, node ``s + 1`` the leaf added by simulation ``s``). Rows
@@ -26,6 +27,7 @@ from collections.abc import Callable
 import numpy as np
 
 from experiments.errors import ConfigError
+from experiments.muzero._puct import exploration_weight
 from experiments.muzero.qtransforms import QForm
 
 RecurrentFn = Callable[
@@ -35,16 +37,11 @@ RecurrentFn = Callable[
 value [B], prior_logits [B, A])``; ``step`` is the 1-based index of the dynamics call along the
 path (the parent's depth + 1: root children have step 1), what a placement needs to put a
 variant's forward transform where training put it. Reward and value are scalars (the caller
-converts from its categorical supports). Re-exported by :mod:`experiments.muzero.search`."""
+converts from its categorical supports). Re-exported by
+:mod:`experiments.muzero.reference_search`."""
 
 
 _OUTPUT_NAMES = ("next_hidden", "reward", "value", "prior_logits")
-
-
-def exploration_weight(visits: np.ndarray, pb_c_base: float, pb_c_init: float) -> np.ndarray:
-    """``(log((N + pb_c_base + 1) / pb_c_base) + pb_c_init) * sqrt(N)``, elementwise, float64."""
-    visits = np.asarray(visits, np.float64)
-    return (np.log((visits + pb_c_base + 1.0) / pb_c_base) + pb_c_init) * np.sqrt(visits)
 
 
 def min_max_params(q_min: np.ndarray, q_max: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
