@@ -45,7 +45,8 @@ def bench(
 
     (e) Start times of `gradlab --help` and `gradlab list`.
 
-    The full bench takes about four minutes on 2 cores, --quick under a minute.
+    --quick (tiny repeat counts) takes a fraction of the full bench's time (docs/performance.md
+    gives both).
 
     Examples:
 

@@ -34,8 +34,9 @@ __all__ = [
 ]
 
 COMPILED_SEARCH_TARGET = 1e5
-"""Simulations/s the compiled search should reach at B=64, 50 simulations (the full bench);
-google-deepmind/mctx's fully compiled JAX ``muzero_policy`` measured ~214k/s on these machines."""
+"""Simulations/s the compiled search should reach at B=64, 50 simulations (the full bench), about
+half of what google-deepmind/mctx's fully compiled JAX ``muzero_policy`` reached on the same work
+(docs/performance.md gives the figure)."""
 
 
 @dataclasses.dataclass(frozen=True)

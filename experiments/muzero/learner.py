@@ -104,8 +104,8 @@ class Learner:
         self._optimizer_start = [v.numpy() for o in self.optimizers for v in o.variables]
         self._metric_names: list[str] = []
         # autograph=False: the step has no tensor-dependent Python control flow (its loops run
-        # over Python ints), so AutoGraph's source transformation would only cost time: about half
-        # of the trace (~1 s a job, 2 cores), for the very same graph.
+        # over Python ints), so AutoGraph's source transformation would only cost tracing time
+        # (about half of the trace; docs/performance.md), for the very same graph.
         self._update = tf.function(
             self._update_packed,
             jit_compile=config.jit_compile,
@@ -264,8 +264,8 @@ class Learner:
         """:meth:`update` on the arrays of :meth:`batch_tensors` (shapes of :meth:`batch_spec`)."""
         if self._step is None:
             self._step = FlatCall(self._update.get_concrete_function())
-        # The concrete function, not the tf.function: ~1.8 ms less per call than NumPy arrays
-        # through the tf.function's signature matching (measured on 2 cores), the cost of a whole
-        # step; called with its flat tensors (FlatCall): TensorFlow's per-call binding left out.
+        # The concrete function, not the tf.function: NumPy arrays through the tf.function's
+        # signature matching cost about a whole step per call (docs/performance.md); called with
+        # its flat tensors (FlatCall): TensorFlow's per-call binding left out.
         values = self._step(tensors)
         return dict(zip(self._metric_names, values.numpy().tolist(), strict=True))

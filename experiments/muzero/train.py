@@ -65,8 +65,8 @@ def train(
     between (:class:`~experiments.muzero.runtime.batches.Batches`), and an evaluation plans with
     a copy of its step's weights while training goes on, its row yielded when it is done
     (:class:`~experiments.muzero.runtime.deferred.DeferredEvaluations`). The same rows either
-    way, in the same order; faster where a core is free (one run on 2 cores), no slower where
-    none is (two runs at once on 2 cores, as ``gradlab sweep`` runs them).
+    way, in the same order; faster where a core is free (fewer runs than cores), no slower where
+    none is (one run per core, as ``gradlab sweep`` runs them; docs/performance.md).
 
     The caller may stop iterating at any time; nothing needs cleaning up.
     """

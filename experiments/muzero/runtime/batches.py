@@ -4,8 +4,8 @@ A training step's batch depends only on the replay's contents and the sampling g
 on the weights; the replay changes only when self-play moves. So between two self-play moves the
 batch of step ``t + 1`` can be sampled (and turned into tensors) while step ``t`` trains: the
 compiled step runs with Python's GIL released, and replay sampling, target building and the copy
-into tensors (about 0.4-0.6 ms a step on this machine, a sixth of a default run's step) run on
-another core meanwhile. The batches are the same, drawn from the same generator in the same
+into tensors (a sizeable part of a default run's step; docs/performance.md gives the time) run
+on another core meanwhile. The batches are the same, drawn from the same generator in the same
 order, so the run's numbers do not change (``tests/test_batches.py``, ``tests/test_train.py``).
 
 The caller says when the replay is about to change (:meth:`Batches.next` is only asked for a
