@@ -47,8 +47,8 @@ def main() -> None:
         successes, total, thresholds = 0, 0, set()
         for run in runs.itertuples():
             rows = store.read_metrics(Path(run.path) / "metrics.jsonl")
-            summary = store.read_summary(run.path) or {}
-            threshold = summary.get("threshold")
+            summary = store.read_summary(run.path)
+            threshold = summary.threshold if summary else None
             thresholds.add(threshold)
             marks = []
             for level in levels:

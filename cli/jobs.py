@@ -54,7 +54,7 @@ def _counts(jobs: list, *, skipped: set[str]) -> tuple[dict[str, int], list[str]
             counts["skipped"] += 1
             continue
         summary = store.read_summary(job.job_dir)
-        status = summary["status"] if summary else None
+        status = summary.status if summary else None
         if status in counts or status == "interrupted":  # a job's process stopped by a signal
             counts[status] = counts.get(status, 0) + 1
         else:  # no summary, or still "running": the job never finished
@@ -75,8 +75,8 @@ def _stopped(jobs: list, signum: int) -> str:
     for job in jobs:
         store.mark_interrupted(job.job_dir, reason=reason)
         summary = store.read_summary(job.job_dir)
-        if summary is not None and summary["status"] in counts:
-            counts[summary["status"]] += 1
+        if summary is not None and summary.status in counts:
+            counts[summary.status] += 1
     started = sum(counts.values())
     shown = [f"{counts['completed']} of {len(jobs)} jobs completed"]
     shown += [f"{n} {k}" for k, n in counts.items() if n and k not in ("completed", "interrupted")]
@@ -191,7 +191,7 @@ def run(
         progress=RichProgress,
     )
     summary = store.read_summary(planned.job_dir)
-    status = summary["status"] if summary else "failed"
+    status = summary.status if summary else "failed"
     typer.echo(f"{status}: {planned.job_dir}")
     if status in ("failed", "running", "interrupted"):
         raise typer.Exit(1)

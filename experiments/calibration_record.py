@@ -16,6 +16,7 @@ from typing import Any
 
 from experiments import store
 from experiments.errors import ConfigError
+from experiments.summary import Summary
 
 __all__ = [
     "RECORD_VERSION",
@@ -54,10 +55,10 @@ class RungCounts:
     undetermined: int
 
 
-def count_rung(summaries: Sequence[Mapping[str, Any] | None], *, has_threshold: bool) -> RungCounts:
-    """Counts the verdicts of a rung's runs (``None``: a run without a finished summary)."""
-    done = [s for s in summaries if s is not None and s.get("status") in store.FINISHED]
-    stability = [s.get("stability") or {} for s in done]
+def count_rung(summaries: Sequence[Summary | None], *, has_threshold: bool) -> RungCounts:
+    """Counts the verdicts of a rung's runs (``None``: a run without a summary)."""
+    done = [s for s in summaries if s is not None and s.status in store.FINISHED]
+    stability = [s.stability for s in done]
     diverged = sum(1 for v in stability if v.get("diverged") == 1)
     collapsed = sum(1 for v in stability if v.get("diverged") != 1 and v.get("collapsed") == 1)
     undetermined = sum(1 for v in stability if v.get("diverged") != 1 and v.get("unstable") is None)

@@ -17,7 +17,8 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+import traceback
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +27,12 @@ from omegaconf import DictConfig, OmegaConf
 
 import conf as _conf_package
 from experiments import store
-from experiments.config import register_schema
-from experiments.job import MUZERO, Job
+from experiments.config import register_schema, to_run_config, without_hydra
+from experiments.isolation import Skipped, execute
+from experiments.job import MUZERO, Job, JobRequest
+from experiments.summary import Summary, error_line
 
-__all__ = ["CONF_DIR", "launch", "main", "task_function"]
+__all__ = ["CONF_DIR", "job_request", "launch", "main", "task_function"]
 
 CONF_DIR = Path(_conf_package.__file__).resolve().parent
 """gradlab's own config folder (``conf/``, a package, so it is found when installed)."""
@@ -47,29 +50,60 @@ OmegaConf.register_new_resolver("gradlab_job", _job_resolver, replace=True)
 OmegaConf.register_new_resolver("gradlab_ablation", _ablation_resolver, replace=True)
 
 
+def job_request(
+    cfg: DictConfig, job_dir: str | Path, *, overrides: Sequence[str], choices: Mapping[str, Any]
+) -> JobRequest:
+    """The one place a job's ``DictConfig`` is read: the job as a typed
+    :class:`~experiments.job.JobRequest` (:func:`~experiments.config.to_run_config`, and the
+    resolved config as plain dicts). A config that cannot be converted is not raised: the request
+    carries its one-line error, and the job is recorded ``failed`` with it.
+
+    Args:
+      cfg: the job's composed config (on gradlab's schema; a ``hydra`` node is left out).
+      job_dir: the job's folder.
+      overrides: the job's ``key=value`` overrides (Hydra's ``overrides.task``).
+      choices: Hydra's config-group choices (``hydra.runtime.choices``).
+    """
+    common = dict(
+        job_dir=Path(job_dir),
+        overrides=tuple(overrides),
+        choices={str(k): None if v is None else str(v) for k, v in choices.items()},
+    )
+    try:
+        config = to_run_config(cfg)
+        resolved = OmegaConf.to_container(without_hydra(cfg), resolve=True)
+    except Exception as err:  # noqa: BLE001 - e.g. a bad config: one failed job
+        force = OmegaConf.select(cfg, "runtime.force", throw_on_resolution_failure=False)
+        return JobRequest(
+            **common,
+            config=None,
+            force=force is True,
+            error=error_line(err),
+            trace=traceback.format_exc(),
+        )
+    return JobRequest(**common, config=config, resolved=resolved, force=config.runtime.force)
+
+
 def task_function(job: Job = MUZERO, progress: Any = None) -> Callable[[DictConfig], Any]:
     """Hydra's task function for ``job``: runs (or skips) the job whose folder is Hydra's
-    output dir for it.
+    output dir for it (:func:`experiments.isolation.execute`).
 
     Args:
       job: what each job runs.
       progress: a :data:`experiments.runner.ProgressFactory` drawing a job's progress, or None.
     """
 
-    def run_task(cfg: DictConfig) -> dict[str, Any]:
+    def run_task(cfg: DictConfig) -> Summary | Skipped:
         from hydra.core.hydra_config import HydraConfig
 
-        from experiments import runner
-
         hc = HydraConfig.get()
-        return runner.execute(
+        request = job_request(
             cfg,
-            Path(hc.runtime.output_dir),
+            hc.runtime.output_dir,
             overrides=list(hc.overrides.task),
-            choices={str(k): None if v is None else str(v) for k, v in hc.runtime.choices.items()},
-            job=job,
-            progress=progress,
+            choices=dict(hc.runtime.choices),
         )
+        return execute(request, job=job, progress=progress)
 
     return run_task
 

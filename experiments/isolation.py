@@ -2,254 +2,237 @@
 
 A launcher worker (joblib's, Ray's, submitit's, or the main process for the basic launcher) runs
 many jobs. If a job ran inside it, a kill of the job (the out-of-memory killer, a user's
-``kill``) would kill the worker and, with joblib, stop the whole sweep. Instead the worker forks
-the job from a process server (``multiprocessing``'s forkserver) that has imported the heavy
-libraries once (TensorFlow: several seconds saved per job), waits for it, and reports how it
-ended. The child gets the caller's environment and working directory, and dies with its server.
+``kill``) would kill the worker and, with joblib, stop the whole sweep. Instead :func:`execute`,
+what Hydra's task function calls for each job (and for a single run), skips a finished job (or
+one a live process holds), forks :func:`run_in_process` from a process server that has imported
+the heavy libraries once (:func:`experiments.hosting.run_isolated`), waits for it and reports how
+the job ended: a job killed by a signal is recorded ``failed`` with the signal, and the sweep goes
+on. :func:`run_in_process` is the job's side: its process settings, the job's lock, then
+:func:`experiments.runner.run_job`.
 
 A job that can reuse what an earlier job of the same shapes built (MuZero's compiled agents,
-:class:`experiments.muzero.agents.AgentCache`) runs in a :class:`JobHost` instead: one such child
-per launcher worker that runs that worker's jobs one after another, each with the caller's
-environment and working directory, and hands every job the same ``session`` dict to keep things
-in. Isolation is the same: a job that kills its process is one failed job, and the next job gets
-a new host. A host is kept per process settings (``key``: threads, XLA cache, determinism, which
-a process can only set once) and replaced when a job needs others.
+:class:`experiments.muzero.agents.AgentCache`) runs in a :class:`~experiments.hosting.JobHost`
+instead: one process per launcher worker that runs that worker's jobs one after another
+(:func:`experiments.hosting.run_hosted`). Isolation is the same: a job that kills its process is
+one failed job, and the next job gets a new host.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import multiprocessing
-import os
-import signal
-import sys
 import traceback
-from collections.abc import Callable, Hashable, Mapping, Sequence
-from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from experiments.lifetime import die_with_parent
+from experiments import lifetime, store
+from experiments.hosting import Ended, run_hosted, run_isolated
+from experiments.job import MUZERO, Job, JobRequest
+from experiments.runner import ProgressFactory, run_job
+from experiments.summary import Summary, error_line
 
-__all__ = ["Ended", "JobHost", "close_hosts", "run_hosted", "run_isolated"]
+__all__ = ["Skipped", "execute", "overlap_for", "run_in_process"]
 
 
 @dataclasses.dataclass(frozen=True)
-class Ended:
-    """How a job process ended.
+class Skipped:
+    """A job :func:`execute` did not run.
 
     Attributes:
-      pid: its process id.
-      exitcode: its exit status (0: returned normally), or None when a signal ended it.
-      signal: the signal that killed it, or None.
-      value: what the target returned (None when it did not return).
+      job: its name.
+      reason: a finished job's status (e.g. ``"completed"``), ``"running elsewhere"`` (a live
+        process holds it) or ``"stopping"`` (the sweep is stopping; nothing printed).
     """
 
-    pid: int
-    exitcode: int | None
-    signal: int | None
-    value: Any = None
-
-    @classmethod
-    def of(cls, process: multiprocessing.process.BaseProcess, value: Any = None) -> Ended:
-        """How a joined ``process`` ended (a negative exit code is the signal that killed it)."""
-        code = process.exitcode
-        return cls(
-            pid=process.pid,
-            exitcode=code if code is not None and code >= 0 else None,
-            signal=-code if code is not None and code < 0 else None,
-            value=value,
-        )
+    job: str
+    reason: str
 
     @property
-    def description(self) -> str:
-        """``'killed by signal 9 (SIGKILL)'``, ``'exited with status 1'``, ``'exited normally'``."""
-        if self.signal is not None:
-            try:
-                name = signal.Signals(self.signal).name
-            except ValueError:
-                name = "unknown"
-            return f"killed by signal {self.signal} ({name})"
-        if self.exitcode:
-            return f"exited with status {self.exitcode}"
-        return "exited normally"
+    def status(self) -> str:
+        """``"skipped"``, beside a :class:`~experiments.summary.Summary`'s statuses."""
+        return "skipped"
 
 
-def _child(
-    conn: Connection,
-    target: Callable[..., Any],
-    args: tuple,
-    kwargs: Mapping[str, Any],
-    env: Mapping[str, str],
-    cwd: str,
-) -> None:
-    die_with_parent()  # the process server; it ends when the worker that started it does
-    os.environ.clear()
-    os.environ.update(env)
-    os.chdir(cwd)
-    conn.send(target(*args, **kwargs))
-
-
-def run_isolated(
-    target: Callable[..., Any],
-    *args: Any,
-    preload: Sequence[str] = (),
-    on_start: Callable[[int], None] | None = None,
-    **kwargs: Any,
-) -> Ended:
-    """Runs ``target(*args, **kwargs)`` in a new process and waits for it.
+def execute(
+    request: JobRequest, *, job: Job = MUZERO, progress: ProgressFactory | None = None
+) -> Summary | Skipped:
+    """One job of a sweep (or a single run): skip it if finished, else run it in its own
+    process; never raises for the job's own problems (a refused config is a failed job).
 
     Args:
-      target: a module-level function (it is pickled by reference); its return value is dropped:
-        the job reports through its results folder.
-      *args: its positional arguments (picklable).
-      preload: modules the process server imports once when it starts (only the first call of a
-        process sets them).
-      on_start: called with the child's pid once it runs.
-      **kwargs: its keyword arguments (picklable).
+      request: the job (:func:`experiments.hydra_app.job_request`).
+      job: what the job runs.
+      progress: draws a progress bar for the job (from the command line), or None.
 
     Returns:
-      How the process ended, with what ``target`` returned (picklable) as ``value``.
+      The job's summary, or why it was skipped.
     """
-    # The child re-applies its parent's start method; inside a launcher's worker that may be the
-    # launcher's own (joblib's "loky"), so the server imports the module that registers it.
-    context = _context(preload)
-    receive, send = context.Pipe(duplex=False)
-    process = context.Process(
-        target=_child,
-        args=(send, target, args, kwargs, dict(os.environ), os.getcwd()),
-        daemon=False,
+    name = request.name
+    if lifetime.stop_requested():
+        return Skipped(name, "stopping")
+    lifetime.as_worker()  # a launcher worker ends with its parent (nothing in the main process)
+    go, reason = store.should_run(request.job_dir, force=request.force)
+    if go and store.job_locked(request.job_dir):
+        go, reason = False, "running elsewhere"
+    if not go:
+        return _skipped(name, reason)
+    error = request.error
+    if request.config is None:  # refused: nothing to run in a process of its own
+        ended, not_run = None, _refuse(request)
+    else:
+        ended = _in_process(request, job=job, progress=progress)
+        not_run = ended.value
+    if isinstance(not_run, str):  # another process holds or finished it
+        return _skipped(name, not_run)
+    summary = store.read_summary(request.job_dir)
+    if ended is not None and (summary is None or summary.status == "running"):
+        error = f"the job's process {ended.description} before it finished"
+        trace = f"{error} (pid {ended.pid})\n"
+        if lifetime.stop_requested():  # killed by the sweep's own stop: a stopped job
+            store.mark_interrupted(request.job_dir, reason=error)
+        else:
+            store.record_failed(
+                request.job_dir, name, error, ablation=request.ablation, trace=trace
+            )
+        summary = store.read_summary(request.job_dir)
+    if summary is None:  # its folder cannot be read back: say so all the same
+        summary = Summary(status="failed", job=name, error=error)
+    if summary.status != "interrupted" or not lifetime.stop_requested():
+        _report(summary, name)  # a stopping sweep says once how it ended
+    return summary
+
+
+def _in_process(request: JobRequest, *, job: Job, progress: ProgressFactory | None) -> Ended:
+    """:func:`run_in_process` in a process of its own, or in this worker's job host when the
+    job keeps what it builds (:attr:`~experiments.job.Job.cache`)."""
+    if job.cache is None:
+        return run_isolated(
+            run_in_process, request, preload=job.preload, job=job, progress=progress
+        )
+    runtime = request.config.runtime
+    return run_hosted(
+        run_in_process,
+        request,
+        key=(runtime.threads, runtime.xla_cache, runtime.deterministic),  # once per process
+        preload=job.preload,
+        job=job,
+        progress=progress,
     )
-    process.start()
-    send.close()
-    if on_start is not None:
-        on_start(process.pid)
-    try:
-        value = receive.recv()
-    except (EOFError, OSError):  # it ended without returning
-        value = None
-    receive.close()
-    process.join()
-    return Ended.of(process, value)
 
 
-def _serve(conn: Connection) -> None:
-    """A host's loop: run each ``(target, args, kwargs, env, cwd)`` it receives, answer
-    ``(True, value)`` (returned) or ``(False, None)`` (raised: the host then exits, its state is
-    not trusted), until EOF. A Ctrl-C does nothing here: the sweep's main process decides, and
-    a job stops at its next step (:class:`experiments.lifetime.JobStop`)."""
-    die_with_parent()  # the process server; it ends when the worker that started it does
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    session: dict[str, Any] = {}
-    while True:
-        try:
-            target, args, kwargs, env, cwd = conn.recv()
-        except (EOFError, OSError):
-            return
-        os.environ.clear()
-        os.environ.update(env)
-        os.chdir(cwd)
-        try:
-            value = target(*args, session=session, **kwargs)
-        except BaseException as err:  # noqa: BLE001 - reported as a failed job, the host exits
-            if not isinstance(err, OSError):  # a full disk: the caller, who cannot write either,
-                traceback.print_exc()  # says so in one line
-            conn.send((False, None))
-            sys.exit(1)
-        conn.send((True, value))
+def _refuse(request: JobRequest) -> str | None:
+    """Records a job whose config was refused as ``failed`` (under its lock, as a job's own
+    process would); returns why not, as :func:`run_in_process` does."""
+    with store.job_lock(request.job_dir) as locked:
+        if not locked:
+            return "running elsewhere"
+        go, reason = store.should_run(request.job_dir, force=request.force)
+        if not go:
+            return reason
+        store.record_failed(
+            request.job_dir,
+            request.name,
+            request.error or "the config was refused",
+            ablation=request.ablation,
+            trace=request.trace,
+        )
+    return None
 
 
-class JobHost:
-    """A process, forked from the process server, that runs jobs one after another.
+def run_in_process(
+    request: JobRequest,
+    *,
+    job: Job = MUZERO,
+    progress: ProgressFactory | None = None,
+    session: dict[str, Any] | None = None,
+) -> str | None:
+    """The job in this process: threads, the job lock, the job's own checks, then
+    :func:`~experiments.runner.run_job`.
 
-    Args:
-      key: the process settings its jobs share (see the module docstring).
-      preload: modules the process server imports once.
+    What :func:`execute` runs in the job's own process (arguments as there). Writes the job's
+    results folder and never raises for the job's own problems (they make a failed job).
+    ``session``: the dict a :class:`JobHost` keeps for its jobs, where the job's
+    :attr:`~experiments.job.Job.cache` lives; None in a process of the job's own.
+
+    Returns:
+      None when it ran the job; else why not, as :func:`execute` reports a skipped job: another
+      live process holds the job (``"running elsewhere"``), or another process finished it
+      since the caller looked (its status, e.g. ``"completed"``).
     """
+    from experiments.process import limit_threads, quiet_tensorflow, use_xla_cache
 
-    def __init__(self, key: Hashable, *, preload: Sequence[str] = ()) -> None:
-        self.key = key
-        context = _context(preload)
-        self._conn, child_conn = context.Pipe()
-        self._process = context.Process(target=_serve, args=(child_conn,), daemon=True)
-        self._process.start()
-        child_conn.close()
-
-    @property
-    def pid(self) -> int:
-        return self._process.pid
-
-    @property
-    def alive(self) -> bool:
-        return self._process.is_alive()
-
-    def run(self, target: Callable[..., Any], *args: Any, **kwargs: Any) -> Ended:
-        """Runs ``target(*args, session=..., **kwargs)`` in the host and waits for it.
-
-        Returns:
-          How it ended: ``exitcode`` 0 when it returned (the host lives on), with what it
-          returned as ``value``; else how the host process ended (killed by a signal, or exited
-          after an exception).
-        """
+    cfg = request.config
+    if cfg is None:
+        raise ValueError(f"job {request.name} has no config to run: {request.error}")
+    quiet_tensorflow()  # a no-op where the process server preloaded it
+    limit_threads(cfg.runtime.threads)
+    use_xla_cache(cfg.runtime.xla_cache or None)
+    with store.job_lock(request.job_dir) as locked:
+        if not locked:
+            return "running elsewhere"  # the caller saw it free: another process took it since
+        go, reason = store.should_run(request.job_dir, force=request.force)
+        if not go:
+            return reason  # another sweep on the same folder finished it since the caller looked
+        name = request.name
         try:
-            self._conn.send((target, args, kwargs, dict(os.environ), os.getcwd()))
-            ready = wait([self._conn, self._process.sentinel])
-            if self._conn in ready:
-                returned, value = self._conn.recv()
-                if returned:
-                    return Ended(pid=self.pid, exitcode=0, signal=None, value=value)
-        except (EOFError, OSError):  # the host died before answering
-            pass
-        self._process.join()
-        return Ended.of(self._process)
-
-    def close(self) -> None:
-        """Ends the host (it exits at EOF) and waits for it."""
-        self._conn.close()
-        self._process.join(timeout=10)
-        if self._process.is_alive():  # pragma: no cover - a job that ignores EOF
-            self._process.kill()
-            self._process.join()
-
-
-def _context(preload: Sequence[str]):
-    context = multiprocessing.get_context("forkserver")
-    method_module = type(multiprocessing.get_context()).__module__
-    context.set_forkserver_preload(["experiments._dies_with_parent", method_module, *preload])
-    return context
-
-
-_hosts: dict[str, JobHost] = {}  # this worker process's host, one at a time (see run_hosted)
-
-
-def run_hosted(
-    target: Callable[..., Any],
-    *args: Any,
-    key: Hashable,
-    preload: Sequence[str] = (),
-    **kwargs: Any,
-) -> Ended:
-    """Runs ``target(*args, session=..., **kwargs)`` in this process's :class:`JobHost` for
-    ``key``, starting one (and ending one for other settings) when needed; a host that died with
-    its job is replaced by the next call.
-
-    The one piece of module state in gradlab: a launcher worker calls this once per job, and the
-    host must outlive the call to be of use. It ends with the worker (daemon process).
-    """
-    host = _hosts.get("host")
-    if host is not None and (host.key != key or not host.alive):
-        host.close()
-        host = None
-    if host is None:
-        host = _hosts["host"] = JobHost(key, preload=preload)
-    ended = host.run(target, *args, **kwargs)
-    if ended.exitcode != 0:
-        _hosts.pop("host", None)
-    return ended
+            job.validate(cfg)
+            total = cfg.budget.max_steps or cfg.muzero.training_steps
+            show = progress is not None and cfg.runtime.progress
+            with lifetime.JobStop() as stop:
+                run_job(
+                    cfg,
+                    request.job_dir,
+                    job=name,
+                    overrides=store.parse_overrides(request.overrides),
+                    choices=request.choices,
+                    resolved=request.resolved,
+                    train_fn=job.train,
+                    ablation=request.ablation,
+                    progress=progress(name, total) if show else None,
+                    cache=_cache(job, session),
+                    overlap=overlap_for(cfg.runtime.threads) if job.overlap else None,
+                    stop=stop,
+                )
+        except Exception as err:  # noqa: BLE001 - e.g. the job's own check: one failed job
+            store.record_failed(
+                request.job_dir,
+                name,
+                error_line(err),
+                ablation=request.ablation,
+                trace=traceback.format_exc(),
+            )
+    return None
 
 
-def close_hosts() -> None:
-    """Ends this process's job host, if any (it ends with the process anyway; a sweep's main
-    process ends it when the sweep is done, so that nothing it started outlives the sweep)."""
-    host = _hosts.pop("host", None)
-    if host is not None:
-        host.close()
+def overlap_for(threads: int | None) -> bool:
+    """Whether a job with ``runtime.threads=threads`` (None: all cores) has a core to spare for
+    work beside its training step: more than one thread. ``gradlab sweep`` gives parallel jobs
+    one thread each, where worker threads would only compete (measured: two runs at once on 2
+    cores 2.5% slower with them; one run on 2 cores faster, README Performance)."""
+    from experiments.process import cores
+
+    if threads is not None:
+        return threads > 1
+    return cores() > 1
+
+
+def _cache(job: Job, session: dict[str, Any] | None) -> Any:
+    if job.cache is None or session is None:
+        return None
+    if job.name not in session:
+        session[job.name] = job.cache()
+    return session[job.name]
+
+
+def _skipped(name: str, reason: str) -> Skipped:
+    shown = "running in another process" if reason == "running elsewhere" else reason
+    print(f"[  skipped] {name} ({shown})", flush=True)
+    return Skipped(name, reason)
+
+
+def _report(summary: Summary, name: str) -> None:
+    extra = f" at step {summary.diverged_step}" if summary.diverged_step else ""
+    error = f"  {summary.error}" if summary.error else ""
+    print(
+        f"[{summary.status:>9}] {name}: {summary.steps} steps{extra}, "
+        f"{summary.wall_time_s or 0.0:.1f}s{error}",
+        flush=True,
+    )

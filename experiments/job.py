@@ -1,20 +1,27 @@
-"""What a gradlab job runs: its training generator and the schema of its settings.
+"""What a gradlab job runs (its training generator and the schema of its settings), and one job
+to run (:class:`JobRequest`: its folder, overrides and typed config).
 
 The command line, planning and launching take a :class:`Job` as a parameter (default
 :data:`MUZERO`), so tests can run the whole machinery around a tiny stand-in job: they pass
 theirs in; nothing is looked up from the environment. A Job is picklable by reference (module-level
-functions and classes), so it travels to launcher workers and to each job's own process.
+functions and classes), so it travels to launcher workers and to each job's own process; so does
+a JobRequest.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from experiments import store
 from experiments.muzero.config import MuZeroConfig
 
-__all__ = ["MUZERO", "Job", "TrainFn"]
+if TYPE_CHECKING:
+    from experiments.config import RunConfig
+
+__all__ = ["MUZERO", "Job", "JobRequest", "TrainFn"]
 
 TrainFn = Callable[..., Iterator[Mapping[str, float]]]
 """``train(config, task, variant, placement, *, seed) -> Iterator[row]``: one metrics row per
@@ -29,17 +36,18 @@ class Job:
       name: for messages.
       train: the training generator (see :data:`TrainFn`).
       muzero_schema: the dataclass of the ``muzero`` config section (registered in Hydra's
-        ConfigStore as ``muzero/schema``).
+        ConfigStore as ``muzero/schema``); its ``training_steps`` (int: the steps planned) and
+        ``q_form`` (str) are recorded in each job's summary.
       preload: modules each job process finds imported already (its process server imports them
         once, so a job does not pay for importing TensorFlow).
       check: checks across sections of a validated run config (e.g. that the value support
         covers the task's returns), raising ConfigError; run before anything is launched.
       cache: makes what a job process keeps between the jobs it runs, handed to ``train`` as
         ``cache=``; with it, a launcher worker runs its jobs one after another in one process
-        (:class:`~experiments.isolation.JobHost`) instead of a process each. None: nothing kept.
+        (:class:`~experiments.hosting.JobHost`) instead of a process each. None: nothing kept.
       overlap: ``train`` takes ``overlap=``: whether to run work that does not feed the next
         training step on worker threads beside it (the runner says so when the job has more
-        than one thread, :func:`experiments.runner.overlap_for`); the numbers are the same.
+        than one thread, :func:`experiments.isolation.overlap_for`); the numbers are the same.
     """
 
     name: str
@@ -54,6 +62,43 @@ class Job:
         """Runs :attr:`check` on a validated :class:`~experiments.config.RunConfig`."""
         if self.check is not None:
             self.check(run)
+
+
+@dataclasses.dataclass(frozen=True)
+class JobRequest:
+    """One job to run, as the launcher hands it over: built from Hydra's config at the entry
+    (:func:`experiments.hydra_app.job_request`), typed from there on.
+
+    Attributes:
+      job_dir: the job's folder (Hydra's output dir for it).
+      overrides: the job's ``key=value`` overrides (Hydra's ``overrides.task``).
+      choices: Hydra's config-group choices (``task``, ``ablation``, ``regime``...).
+      config: the validated config; None when it was refused (:attr:`error`).
+      resolved: the resolved config as plain dicts (saved as ``config.yaml``, sent to W&B).
+      force: re-run even a finished job (``runtime.force``).
+      error: why the config was refused, in one line (the job is then recorded ``failed``);
+        None when it was not.
+      trace: the refusal's traceback (the job's ``error.txt``).
+    """
+
+    job_dir: Path
+    overrides: tuple[str, ...]
+    choices: Mapping[str, str | None]
+    config: RunConfig | None
+    resolved: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    force: bool = False
+    error: str | None = None
+    trace: str = ""
+
+    @property
+    def name(self) -> str:
+        """The job's name (:func:`experiments.store.job_name` of its overrides)."""
+        return store.job_name(list(self.overrides))
+
+    @property
+    def ablation(self) -> str | None:
+        """The sweep's ablation (Hydra's ``ablation`` choice), or None for a single run."""
+        return self.choices.get("ablation")
 
 
 def _train_muzero(*args: Any, **kwargs: Any) -> Iterator[Mapping[str, float]]:

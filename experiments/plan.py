@@ -258,8 +258,8 @@ def _check_results(jobs: list[PlannedJob], *, ablation: str | None, writable: bo
                 checked.add(folder)
                 _check_writable(folder)
         summary = store.read_summary(job.job_dir)
-        if summary is not None and "ablation" in summary and summary["ablation"] != ablation:
-            theirs = summary["ablation"] or "none (a single run)"
+        if summary is not None and summary.ablation != ablation:
+            theirs = summary.ablation or "none (a single run)"
             raise ConfigError(
                 f"'{job.job_dir}' holds a job of ablation {theirs!r}, not {ablation!r}; "
                 "a results folder holds one ablation: choose another runtime.results_dir"

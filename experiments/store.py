@@ -1,4 +1,5 @@
-"""The results folder: stable job names, atomic writes, append-only metrics, resume decisions.
+"""The results folder: stable job names, atomic writes, append-only metrics, the summary file,
+resume decisions (skip, lock) and the records of jobs that ended without a summary of their own.
 
 Layout (the source of truth; the W&B run is a mirror)::
 
@@ -6,7 +7,8 @@ Layout (the source of truth; the W&B run is a mirror)::
     results/runs/<job name>/            a single ``gradlab run``
         config.yaml     the resolved config (written atomically)
         metrics.jsonl   one JSON object per training step, append-only
-        summary.json    status and figures (written atomically; ``running`` while the job runs)
+        summary.json    status and figures (written atomically; ``running`` while the job runs),
+                        an :class:`experiments.summary.Summary`
         error.txt       the traceback of a failed job
         wandb/          the W&B run
         .lock           held (flock) by the process running the job; freed by the kernel on a kill
@@ -32,11 +34,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from experiments.errors import ConfigError
+from experiments.summary import Summary, library_versions
 
 __all__ = [
     "BOOKKEEPING_KEYS",
     "FINISHED",
-    "STATUSES",
     "MetricsWriter",
     "ablation_dir",
     "discard_attempt",
@@ -44,23 +46,22 @@ __all__ = [
     "job_lock",
     "job_locked",
     "job_name",
+    "load_summary",
     "mark_interrupted",
     "parse_overrides",
     "read_metrics",
     "read_summary",
+    "record_failed",
     "should_run",
+    "write_config",
     "write_json_atomic",
+    "write_summary",
     "write_text_atomic",
 ]
 
-STATUSES = ("completed", "diverged", "failed", "timeout", "interrupted", "running")
-"""Every ``status`` a ``summary.json`` can hold (``interrupted``: stopped by a signal or by its
-sweep's stop, at a step boundary, its rows so far kept; ``running``: being run, or its process
-was killed)."""
-
 FINISHED = ("completed", "diverged", "timeout")
-"""Statuses of a job that is done: a re-run skips it (``failed``, ``interrupted`` and
-``running`` are re-run).
+"""Statuses (:data:`experiments.summary.STATUSES`) of a job that is done: a re-run skips it
+(``failed``, ``interrupted`` and ``running`` are re-run).
 The report averages fewer (:data:`experiments.report.results.AVERAGED`: a timed-out run is done
 but stopped short of its planned steps)."""
 
@@ -69,6 +70,8 @@ BOOKKEEPING_KEYS = ("ablation", "logger", "runtime")
 out of its name: where results go, how they are logged, how many threads run them."""
 
 RUNS = "runs"  # the folder of single runs, which belong to no ablation
+
+SUMMARY_FILE = "summary.json"
 
 _MAX_NAME = 200  # characters of a job's folder name
 
@@ -295,16 +298,39 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
     return rows
 
 
-def read_summary(job_dir: str | Path) -> dict[str, Any] | None:
-    """The job's ``summary.json``, or ``None`` when it is missing, unreadable or not a summary."""
-    path = Path(job_dir) / "summary.json"
+def load_summary(job_dir: str | Path) -> Summary:
+    """The job's ``summary.json`` (:meth:`Summary.from_json`), for a report.
+
+    Raises:
+      ConfigError: the file is missing, unreadable or not a summary, naming it.
+    """
+    path = Path(job_dir) / SUMMARY_FILE
     try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ConfigError(f"corrupt summary file '{path}': {err}") from None
+    return Summary.from_json(data, where=str(path))
+
+
+def read_summary(job_dir: str | Path) -> Summary | None:
+    """The job's ``summary.json``, or ``None`` when it is missing, unreadable or not a summary."""
+    try:
+        return load_summary(job_dir)
+    except ConfigError:
         return None
-    if not isinstance(summary, dict) or summary.get("status") not in STATUSES:
-        return None
-    return summary
+
+
+def write_summary(job_dir: str | Path, summary: Summary) -> None:
+    """Writes the job's ``summary.json`` (:meth:`Summary.to_json`), atomically."""
+    write_json_atomic(Path(job_dir) / SUMMARY_FILE, summary.to_json())
+
+
+def write_config(job_dir: str | Path, resolved: Mapping[str, Any]) -> None:
+    """Writes the job's ``config.yaml`` (its resolved config, plain dicts), atomically."""
+    import yaml
+
+    text = yaml.safe_dump(dict(resolved), sort_keys=False, default_flow_style=False)
+    write_text_atomic(Path(job_dir) / "config.yaml", text)
 
 
 def should_run(job_dir: str | Path, *, force: bool = False) -> tuple[bool, str]:
@@ -320,11 +346,32 @@ def should_run(job_dir: str | Path, *, force: bool = False) -> tuple[bool, str]:
     """
     summary = read_summary(job_dir)
     if summary is None:
-        return True, "new" if not Path(job_dir, "summary.json").exists() else "unfinished"
-    status = summary["status"]
+        return True, "new" if not Path(job_dir, SUMMARY_FILE).exists() else "unfinished"
+    status = summary.status
     if status in FINISHED:
         return (True, "forced") if force else (False, status)
     return True, status if status in ("failed", "interrupted") else "unfinished"
+
+
+def record_failed(
+    job_dir: str | Path, job: str, error: str, *, ablation: str | None, trace: str
+) -> Summary:
+    """Records a job that ended without a summary of its own (before its start, or killed):
+    status ``failed`` with ``error`` (one line), ``trace`` as its ``error.txt``; what an
+    earlier summary of the job recorded is kept. Returns the summary written."""
+    job_dir = Path(job_dir)
+    previous = read_summary(job_dir) or Summary(status="failed")
+    summary = previous.replace(
+        status="failed",
+        job=job,
+        ablation=ablation,
+        error=error,
+        versions=previous.versions or library_versions(),
+    )
+    job_dir.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(job_dir / "error.txt", trace)
+    write_summary(job_dir, summary)
+    return summary
 
 
 def discard_attempt(job_dir: str | Path) -> None:
@@ -375,18 +422,15 @@ def mark_interrupted(job_dir: str | Path, *, reason: str) -> bool:
     rows are kept. Returns whether it did (False: not running, held by a live process, or the
     folder cannot be written)."""
     first = read_summary(job_dir)
-    if first is None or first["status"] != "running":
+    if first is None or first.status != "running":
         return False
     try:
         with job_lock(job_dir) as locked:
             summary = read_summary(job_dir) if locked else None
-            if summary is None or summary["status"] != "running":
+            if summary is None or summary.status != "running":
                 return False
             steps = len(read_metrics(Path(job_dir) / "metrics.jsonl"))
-            write_json_atomic(
-                Path(job_dir) / "summary.json",
-                {**summary, "status": "interrupted", "steps": steps, "error": reason},
-            )
+            write_summary(job_dir, summary.replace(status="interrupted", steps=steps, error=reason))
             return True
     except (OSError, ConfigError):
         return False

@@ -1,7 +1,7 @@
 """A tiny stand-in for the MuZero job, for the runner and sweep tests only.
 
 Tests pass :data:`JOB` where gradlab takes a job (``CliRunner().invoke(app, args, obj=JOB)``,
-``plan(..., job=JOB)``, ``runner.execute(..., job=JOB)``), with a config folder from
+``plan(..., job=JOB)``, ``isolation.execute(..., job=JOB)``), with a config folder from
 :func:`make_conf`. Its losses are a closed form of the step, seed and variant parameters, so tests
 can compute them by hand; it can be told to fail, blow up or go NaN at a given step.
 
@@ -39,6 +39,7 @@ class MuZeroConfig:
     nan_at: int = 0  # yield a NaN loss at this step (0: never)
     blow_up_at: int = 0  # loss x 1e6 from this step on (0: never)
     sleep_s: float = 0.0  # per step
+    q_form: str = "normalized"  # recorded in the summary, as MuZero's
 
     def __post_init__(self) -> None:
         if self.training_steps < 1:

@@ -22,7 +22,8 @@ from conftest import compose_config
 from typer.testing import CliRunner
 
 from cli.main import app
-from experiments import runner
+from experiments import isolation
+from experiments.hydra_app import job_request
 
 
 def _job(conf: Path, folder: Path, *, variant: str = "none", seed: int = 0, ablation: str) -> None:
@@ -30,8 +31,8 @@ def _job(conf: Path, folder: Path, *, variant: str = "none", seed: int = 0, abla
     extra = ["muzero.training_steps=3", "logger=none", "runtime.progress=false"]
     cfg = compose_config(conf, [*overrides, *extra], schema=standin.MuZeroConfig)
     choices = {"task": "catch", "ablation": ablation}
-    summary = runner.execute(cfg, folder, overrides=overrides, choices=choices, job=standin.JOB)
-    assert summary["status"] == "completed"
+    request = job_request(cfg, folder, overrides=overrides, choices=choices)
+    assert isolation.execute(request, job=standin.JOB).status == "completed"
 
 
 @pytest.fixture(scope="module")

@@ -27,6 +27,7 @@ from experiments.errors import ConfigError
 from experiments.ladder import Ladder, Rung, load_ladder, rung_settings
 from experiments.muzero.config import MuZeroConfig
 from experiments.seeds import check_disjoint, parse_seeds, preset_seeds
+from experiments.summary import Summary
 
 CONF = pathlib.Path(__file__).resolve().parents[1] / "conf"
 
@@ -173,15 +174,15 @@ def test_study_and_ablation_presets_declare_seeds():
 
 def _summary(status="completed", *, diverged=0, collapsed=0, reached=1):
     unstable = 1 if diverged else collapsed
-    return {
-        "status": status,
-        "stability": {
+    return Summary(
+        status=status,
+        stability={
             "diverged": diverged,
             "collapsed": collapsed,
             "unstable": unstable,
             "reached_threshold": reached,
         },
-    }
+    )
 
 
 def test_counts_by_hand():
@@ -194,7 +195,7 @@ def test_counts_by_hand():
         _summary("failed"),  # not finished
         None,  # never ran
     ]
-    summaries[4]["stability"]["unstable"] = None
+    summaries[4].stability["unstable"] = None
     counts = count_rung(summaries, has_threshold=True)
     # unstable = 2 diverged + 1 collapsed; never learned among the 5 finished: runs 0, 3, 4
     assert counts == RungCounts(
@@ -245,7 +246,7 @@ def _writer(cal, verdicts):
         for job, summary in zip(cal.jobs[index], verdicts[index], strict=True):
             if summary is not None:
                 job.job_dir.mkdir(parents=True, exist_ok=True)
-                store.write_json_atomic(job.job_dir / "summary.json", summary)
+                store.write_summary(job.job_dir, summary)
 
     return run_sweep, calls
 

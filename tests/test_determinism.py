@@ -16,7 +16,7 @@ import textwrap
 
 import pytest
 
-from experiments import runner, store
+from experiments import isolation, runner, store
 from experiments.config import LoggerConfig, RunConfig, RuntimeConfig, variant_schema
 from experiments.job import MUZERO
 
@@ -62,7 +62,7 @@ def _run(job_dir, seed: int) -> tuple[dict, list[dict]]:
         train_fn=MUZERO.train,
         ablation=None,
     )
-    assert summary["status"] == "completed", summary.get("error")
+    assert summary.status == "completed", summary.error
     on_disk = json.loads((job_dir / "summary.json").read_text())
     return on_disk, store.read_metrics(job_dir / "metrics.jsonl")
 
@@ -137,7 +137,7 @@ def test_xla_programs_from_the_cache_give_the_same_numbers(tmp_path):
     loading from it; the three give the same rows."""
     from conftest import compose_config
 
-    from experiments.hydra_app import CONF_DIR
+    from experiments.hydra_app import CONF_DIR, job_request
     from experiments.job import MUZERO
 
     tiny = [
@@ -163,8 +163,9 @@ def test_xla_programs_from_the_cache_give_the_same_numbers(tmp_path):
             CONF_DIR, [*tiny, f"runtime.xla_cache={setting}"], schema=MUZERO.muzero_schema
         )
         job = tmp_path / name
-        summary = runner.execute(cfg, job, overrides=["seed=0"], choices={"task": "catch"})
-        assert summary["status"] == "completed", summary.get("error")
+        request = job_request(cfg, job, overrides=["seed=0"], choices={"task": "catch"})
+        summary = isolation.execute(request)
+        assert summary.status == "completed", summary.error
         rows[name] = _rows(store.read_metrics(job / "metrics.jsonl"))
         if name == "fill":
             assert len(list(cache.iterdir())) >= 2  # the train step and the search

@@ -1,60 +1,91 @@
-"""The job host: a worker's jobs one after another in one process, isolated all the same."""
+"""Tests of a job from the launcher's side: skipped when finished or held, run in a process of
+its own, a job killed by a signal or a refused config recorded as one failed job."""
 
 from __future__ import annotations
 
 import json
-import signal
+import os
 
-import _host_targets as targets
-import pytest
+import _standin_job as standin
 
-from experiments import isolation
-
-
-@pytest.fixture(autouse=True)
-def _no_host_left():
-    yield
-    host = isolation._hosts.pop("host", None)
-    if host is not None:
-        host.close()
+from experiments import isolation, process, store
+from experiments.hydra_app import job_request
 
 
-def _record(tmp_path, name, monkeypatch, *, key="k", env="x", cwd=None):
-    monkeypatch.setenv("GRADLAB_HOST_TEST", env)
-    if cwd is not None:
-        monkeypatch.chdir(cwd)
-    out = tmp_path / f"{name}.json"
-    ended = isolation.run_hosted(targets.record, str(out), key=key)
-    return ended, json.loads(out.read_text())
+def test_execute_skips_finished_and_never_raises(standin_env, capsys):
+    job_dir = standin_env.res / "variant=none__seed=0"
+    overrides = ["variant=none", "seed=0"]
+    common = ["muzero.training_steps=2", "logger=none", "runtime.progress=false"]
+
+    def execute(*extra):
+        cfg = standin_env.compose([*overrides, *common, *extra])
+        choices = {"task": "catch", "ablation": "t"}
+        request = job_request(cfg, job_dir, overrides=overrides, choices=choices)
+        return isolation.execute(request, job=standin.JOB)
+
+    assert execute().status == "completed"
+    assert execute() == isolation.Skipped("variant=none__seed=0", "completed")
+    assert execute("runtime.force=true").status == "completed"
+    result = execute("runtime.force=true", "muzero.fail_at=1")  # the job's own error: recorded
+    assert result.status == "failed" and "stand-in failure at step 1" in result.error
+    assert "Traceback" in (job_dir / "error.txt").read_text()
+    out = capsys.readouterr().out
+    assert "[completed] variant=none__seed=0: 2 steps" in out and "[  skipped]" in out
 
 
-def test_jobs_share_a_host_and_its_session_with_each_job_environment(tmp_path, monkeypatch):
-    (tmp_path / "elsewhere").mkdir()
-    ended1, first = _record(tmp_path, "a", monkeypatch, env="one")
-    ended2, second = _record(tmp_path, "b", monkeypatch, env="two", cwd=tmp_path / "elsewhere")
-    assert ended1.exitcode == ended2.exitcode == 0 and ended1.description == "exited normally"
-    assert first["pid"] == second["pid"] == ended1.pid
-    assert (first["jobs"], second["jobs"]) == (1, 2)  # one session for the host's jobs
-    assert (first["env"], second["env"]) == ("one", "two")
-    assert second["cwd"] == str(tmp_path / "elsewhere")
+def test_a_job_killed_by_a_signal_is_one_failed_job(standin_env, tmp_path):
+    faults = tmp_path / "faults.json"
+    faults.write_text(json.dumps({"none/0": {"kill_at": 2}}))
+    job_dir = standin_env.res / "variant=none__seed=0"
+    overrides = ["variant=none", "seed=0"]
+    cfg = standin_env.compose([*overrides, "muzero.training_steps=4", "logger=none"])
+    os.environ[standin.FAULTS_ENV] = str(faults)  # the job's process gets the caller's environment
+    try:
+        request = job_request(cfg, job_dir, overrides=overrides, choices={"task": "catch"})
+        result = isolation.execute(request, job=standin.JOB)
+    finally:
+        del os.environ[standin.FAULTS_ENV]
+    assert result.status == "failed" and result.steps == 0
+    assert result.error.startswith("the job's process killed by signal 9 (SIGKILL)")
+    assert "killed by signal 9" in (job_dir / "error.txt").read_text()
+    assert [r["step"] for r in store.read_metrics(job_dir / "metrics.jsonl")] == [1]
+    request = job_request(cfg, job_dir, overrides=overrides, choices={"task": "catch"})
+    again = isolation.execute(request, job=standin.JOB)
+    assert again.status == "completed" and again.steps == 4  # the fault fires once
 
 
-def test_other_process_settings_get_a_new_host(tmp_path, monkeypatch):
-    _, first = _record(tmp_path, "a", monkeypatch, key=("threads", 1))
-    _, second = _record(tmp_path, "b", monkeypatch, key=("threads", 2))
-    assert first["pid"] != second["pid"] and second["jobs"] == 1
+def test_a_refused_config_is_one_failed_job_and_a_finished_job_stays(standin_env, capsys):
+    """The Hydra entry converts the config (``job_request``); one it refuses is recorded
+    ``failed`` with its one-line error and traceback, unless the job is finished already."""
+    job_dir = standin_env.res / "variant=none__seed=0"
+    overrides = ["variant=none", "seed=0"]
+
+    def execute(*extra):
+        cfg = standin_env.compose([*overrides, "logger=none", "runtime.progress=false", *extra])
+        request = job_request(cfg, job_dir, overrides=overrides, choices={"task": "catch"})
+        return isolation.execute(request, job=standin.JOB)
+
+    result = execute("muzero.training_steps=0")
+    assert result.status == "failed" and result.steps == 0
+    assert result.error == "ConfigError: muzero.training_steps=0 must be >= 1"
+    assert "Traceback" in (job_dir / "error.txt").read_text()
+    assert store.read_summary(job_dir) == result
+    assert execute("muzero.training_steps=2").status == "completed"
+    assert execute("muzero.training_steps=0") == isolation.Skipped(job_dir.name, "completed")
+    assert execute("muzero.training_steps=0", "runtime.force=true").status == "failed"
+    out = capsys.readouterr().out
+    assert "[   failed] variant=none__seed=0: 0 steps, 0.0s  ConfigError: muzero" in out
 
 
-@pytest.mark.parametrize(
-    ("target", "signal_", "exitcode"),
-    [(targets.kill_self, signal.SIGKILL, None), (targets.raise_error, None, 1)],
-)
-def test_a_job_that_kills_its_host_is_one_failed_job(
-    tmp_path, monkeypatch, target, signal_, exitcode
-):
-    _, before = _record(tmp_path, "a", monkeypatch)
-    ended = isolation.run_hosted(target, key="k")
-    assert (ended.signal, ended.exitcode, ended.pid) == (signal_, exitcode, before["pid"])
-    assert ended.description != "exited normally"
-    _, after = _record(tmp_path, "b", monkeypatch)  # the next job: a new host, a new session
-    assert after["pid"] != before["pid"] and after["jobs"] == 1
+def test_overlap_only_with_a_core_to_spare(monkeypatch):
+    """One thread (gradlab sweep's parallel jobs): no worker threads beside the step; more
+    threads, or all cores of a machine with several, yes."""
+    assert isolation.overlap_for(1) is False
+    assert isolation.overlap_for(2) is True and isolation.overlap_for(16) is True
+    monkeypatch.setattr(process, "cores", lambda: 1)
+    assert isolation.overlap_for(None) is False
+    monkeypatch.setattr(process, "cores", lambda: 2)
+    assert isolation.overlap_for(None) is True
+    from experiments.job import MUZERO
+
+    assert MUZERO.overlap and not standin.JOB.overlap

@@ -54,7 +54,7 @@ def test_ray_sweep_runs_each_job_once_and_a_killed_job_is_one_failed_job(
     assert "4 jobs: 3 completed, 0 diverged, 0 timeout, 1 failed, 0 skipped" in first.output
     ablation = standin_env.res / "hidden_scale"
     killed = store.read_summary(ablation / "regime=tuned__variant=scale_gradient__seed=1")
-    assert killed["status"] == "failed" and "killed by signal 9 (SIGKILL)" in killed["error"]
+    assert killed.status == "failed" and "killed by signal 9 (SIGKILL)" in killed.error
 
     again = standin_env.invoke(args)  # the results folder decides: only the failed job re-runs
     assert again.exit_code == 0, again.output
@@ -62,7 +62,7 @@ def test_ray_sweep_runs_each_job_once_and_a_killed_job_is_one_failed_job(
     for name in ("variant=none__seed=0", "variant=scale_gradient__seed=1"):
         name = f"regime=tuned__{name}"
         summary = store.read_summary(ablation / name)
-        assert summary["status"] == "completed" and summary["steps"] == 5
+        assert summary.status == "completed" and summary.steps == 5
 
 
 def test_ray_launcher_has_retries_off(standin_env):

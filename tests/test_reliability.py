@@ -31,7 +31,8 @@ from conftest import compose_config
 from typer.testing import CliRunner
 
 from cli.main import app
-from experiments import process, runner, store
+from experiments import isolation, process, store
+from experiments.hydra_app import job_request
 from experiments.report.results import load_results
 
 STEPS = 8
@@ -114,8 +115,8 @@ def test_sigkill_of_the_whole_sweep_then_rerun_completes_each_job_once(tmp_path)
     assert proc.wait(timeout=30) == -signal.SIGKILL, (tmp_path / "first.log").read_text()
 
     # killed mid-run: job 0 done, job 1 "running" with some rows, job 2 not started
-    assert store.read_summary(ablation / jobs[0])["status"] == "completed"
-    assert store.read_summary(ablation / jobs[1])["status"] == "running"
+    assert store.read_summary(ablation / jobs[0]).status == "completed"
+    assert store.read_summary(ablation / jobs[1]).status == "running"
     partial = store.read_metrics(watched)
     assert 3 <= len(partial) < STEPS
     assert [r["step"] for r in partial] == list(range(1, len(partial) + 1))
@@ -155,13 +156,13 @@ def test_fault_injection_raise_and_sigkill_then_rerun_counts_each_job_once(tmp_p
     assert first.returncode == 1, first.stdout + first.stderr
     assert "4 jobs: 2 completed, 0 diverged, 0 timeout, 2 failed, 0 skipped" in first.stdout
     failed = store.read_summary(ablation / jobs[0])
-    assert failed["status"] == "failed" and "injected failure at step 2" in failed["error"]
+    assert failed.status == "failed" and "injected failure at step 2" in failed.error
     assert "injected failure" in (ablation / jobs[0] / "error.txt").read_text()
-    assert store.read_summary(ablation / jobs[1])["status"] == "completed"
+    assert store.read_summary(ablation / jobs[1]).status == "completed"
     killed = store.read_summary(ablation / jobs[2])
-    assert killed["status"] == "failed" and "killed by signal 9 (SIGKILL)" in killed["error"]
+    assert killed.status == "failed" and "killed by signal 9 (SIGKILL)" in killed.error
     assert len(store.read_metrics(ablation / jobs[2] / "metrics.jsonl")) == 2
-    assert store.read_summary(ablation / jobs[3])["status"] == "completed"
+    assert store.read_summary(ablation / jobs[3]).status == "completed"
 
     again = subprocess.run(
         _cli(*args), env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180
@@ -207,7 +208,7 @@ def test_a_sweep_stopped_by_its_launcher_says_so_in_one_line(tmp_path, monkeypat
 
 
 _OVERRIDES = ["variant=scale_gradient", "seed=3"]
-_ARGS = {"overrides": _OVERRIDES, "choices": {"task": "catch", "ablation": "a"}, "job": standin.JOB}
+_ARGS = {"overrides": _OVERRIDES, "choices": {"task": "catch", "ablation": "a"}}
 
 
 @pytest.fixture(scope="module")
@@ -218,11 +219,12 @@ def _composed(tmp_path_factory):
 
 
 @pytest.fixture
-def _job_cfg(_composed):
-    return lambda: _composed
+def _request(_composed):
+    """The job in ``job_dir``, as the Hydra entry hands it over."""
+    return lambda job_dir: job_request(_composed, job_dir, **_ARGS)
 
 
-def _child_killed_at(cfg, job_dir: Path, kill_at: int) -> None:
+def _child_killed_at(request, kill_at: int) -> None:
     """In the forked child: runs the job, SIGKILLing itself at its ``kill_at``-th write moment
     (after each fsync, before and after each rename, in the middle of and after each metrics
     line)."""
@@ -256,17 +258,17 @@ def _child_killed_at(cfg, job_dir: Path, kill_at: int) -> None:
 
     os.replace, os.fsync = replace, fsync
     store.MetricsWriter.append = append
-    runner.run_in_process(cfg, job_dir, **_ARGS)  # the job's own process, here the fork
+    isolation.run_in_process(request, job=standin.JOB)  # the job's own process, here the fork
 
 
-def _fork_job(cfg, job_dir: Path, kill_at: int) -> bool:
+def _fork_job(request, kill_at: int) -> bool:
     """Runs the job in a forked child; True when it was killed (False: it ran to the end)."""
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child never returns into pytest
         code = 0
         try:
             with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
-                _child_killed_at(cfg, job_dir, kill_at)
+                _child_killed_at(request, kill_at)
         except BaseException:  # noqa: BLE001
             code = 3
         os._exit(code)
@@ -286,17 +288,17 @@ def _fork_job(cfg, job_dir: Path, kill_at: int) -> bool:
     return False
 
 
-def test_sigkill_at_every_write_moment_then_rerun_is_exact(tmp_path, _job_cfg):
+def test_sigkill_at_every_write_moment_then_rerun_is_exact(tmp_path, _request):
     expected = [  # loss = 1 * (1 + 3/10) * (1 + 0.5) / step, by hand
         pytest.approx(1.95 / step) for step in range(1, 6)
     ]
     reference = tmp_path / "reference" / "variant=scale_gradient__seed=3"
-    assert runner.execute(_job_cfg(), reference, **_ARGS)["status"] == "completed"
+    assert isolation.execute(_request(reference), job=standin.JOB).status == "completed"
     process.quiet_tensorflow()  # imported once here, as the job process server does, not per fork
     seen_states = set()
     for kill_at in itertools.count(1):
         job_dir = tmp_path / f"k{kill_at}" / "variant=scale_gradient__seed=3"
-        killed = _fork_job(_job_cfg(), job_dir, kill_at)
+        killed = _fork_job(_request(job_dir), kill_at)
         if not killed:
             assert kill_at > 20  # the job has at least 20 write moments; all were tried
             break
@@ -308,10 +310,10 @@ def test_sigkill_at_every_write_moment_then_rerun_is_exact(tmp_path, _job_cfg):
         assert [r["step"] for r in rows] == list(range(1, len(rows) + 1))
         seen_states.add((status, len(rows)))
         # the same job again: completed exactly once, identical to the never-killed run
-        again = runner.execute(_job_cfg(), job_dir, **_ARGS)
-        assert again["status"] == ("skipped" if status == "completed" else "completed")
+        again = isolation.execute(_request(job_dir), job=standin.JOB)
+        assert again.status == ("skipped" if status == "completed" else "completed")
         summary = store.read_summary(job_dir)
-        assert summary["status"] == "completed" and summary["steps"] == 5
+        assert summary.status == "completed" and summary.steps == 5
         rows = store.read_metrics(job_dir / "metrics.jsonl")
         assert [r["loss/total"] for r in rows] == expected
         assert (job_dir / "metrics.jsonl").read_text().count("\n") == 5
@@ -320,19 +322,19 @@ def test_sigkill_at_every_write_moment_then_rerun_is_exact(tmp_path, _job_cfg):
     assert {(None, 0), ("running", 0), ("running", 3), ("completed", 5)} <= seen_states
 
 
-def test_a_job_running_in_another_process_is_not_run_twice(tmp_path, _job_cfg, capsys):
+def test_a_job_running_in_another_process_is_not_run_twice(tmp_path, _request, capsys):
     job_dir = tmp_path / "variant=scale_gradient__seed=3"
     job_dir.mkdir()
     fd = os.open(job_dir / ".lock", os.O_RDWR | os.O_CREAT)
     fcntl.flock(fd, fcntl.LOCK_EX)  # as a live job holding its folder
     try:
-        result = runner.execute(_job_cfg(), job_dir, **_ARGS)
+        result = isolation.execute(_request(job_dir), job=standin.JOB)
     finally:
         os.close(fd)
-    assert result == {"status": "skipped", "job": job_dir.name, "reason": "running elsewhere"}
+    assert result == isolation.Skipped(job_dir.name, "running elsewhere")
     assert "running in another process" in capsys.readouterr().out
     assert not (job_dir / "summary.json").exists()
-    assert runner.execute(_job_cfg(), job_dir, **_ARGS)["status"] == "completed"  # lock freed
+    assert isolation.execute(_request(job_dir), job=standin.JOB).status == "completed"  # freed
 
 
 # --------------------------------------------------------------------------------------------
@@ -362,12 +364,12 @@ def test_wandb_online_trouble_warns_once_and_keeps_local_results(tmp_path, monke
     assert result.exit_code == 0, result.output
     job = res / "runs" / "seed=2"
     summary = store.read_summary(job)
-    warnings = summary["warnings"]  # the job's process printed it (live) and kept it here
+    warnings = summary.warnings  # the job's process printed it (live) and kept it here
     assert len(warnings) == 1, warnings
     assert ("cannot reach" if trouble == "no_server" else "no W&B API key") in warnings[0]
     assert "logging offline" in warnings[0] and "Traceback" not in result.output
     assert took < 20  # no wait for wandb.init's online timeout
-    assert summary["status"] == "completed" and summary["steps"] == 5
+    assert summary.status == "completed" and summary.steps == 5
     rows = store.read_metrics(job / "metrics.jsonl")
     assert [r["loss/total"] for r in rows] == [pytest.approx(1.2 / s) for s in range(1, 6)]
     assert len(list(job.glob("wandb/offline-run-*/run-*.wandb"))) == 1
@@ -397,16 +399,16 @@ def test_budget_stops_with_timeout_and_keeps_partial_metrics(tmp_path, monkeypat
     assert f"timeout: {job}" in result.output
     summary = store.read_summary(job)
     rows = store.read_metrics(job / "metrics.jsonl")
-    assert summary["status"] == "timeout" and summary["steps"] == len(rows)
+    assert summary.status == "timeout" and summary.steps == len(rows)
     assert [r["step"] for r in rows] == list(range(1, len(rows) + 1))
     if "max_steps" in budget:
         assert len(rows) == 4
     else:  # 0.05 s per step: about 10 steps in 0.5 s, far fewer than 40
-        assert 2 <= len(rows) <= 20 and summary["wall_time_s"] >= 0.5
-    assert summary["stability"]["steps"] == len(rows)  # figures from the partial metrics
+        assert 2 <= len(rows) <= 20 and summary.wall_time_s >= 0.5
+    assert summary.stability["steps"] == len(rows)  # figures from the partial metrics
     n = len(rows)  # final_loss: mean loss of the last ceil(10%) rows; loss = 1 / step here
     tail = range(n - max(1, math.ceil(0.1 * n)) + 1, n + 1)
-    assert summary["stability"]["final_loss"] == pytest.approx(sum(1 / s for s in tail) / len(tail))
+    assert summary.stability["final_loss"] == pytest.approx(sum(1 / s for s in tail) / len(tail))
     again = _invoke([*args, "--config-dir", str(conf)])
     assert again.exit_code == 0 and "already timeout" in again.output  # a result: kept
 

@@ -29,7 +29,7 @@ from experiments.report.plots import (
 )
 from experiments.report.results import load_curves, load_results
 from experiments.report.style import COLUMN_WIDTH, OKABE_ITO
-from experiments.store import STATUSES
+from experiments.summary import STATUSES
 
 _RANDOM = -0.6  # the random-policy return these tests declare for their task
 _STEPS = 40

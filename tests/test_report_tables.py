@@ -19,6 +19,7 @@ from experiments.report.results import AVERAGED, load_results
 from experiments.report.stats import binomial_ci, bootstrap_ci
 from experiments.report.survival import logrank_p
 from experiments.report.tables import DEFAULT_METRICS, summarize
+from experiments.summary import STATUSES
 
 
 def _job(root, name, *, status, group, seed, stability=None, ablation="hidden_scale", **extra):
@@ -409,7 +410,7 @@ def test_bad_arguments(sweep, kwargs, match):
 
 
 def test_statuses_are_the_stores():
-    assert set(AVERAGED) <= set(store.STATUSES)
+    assert set(AVERAGED) <= set(STATUSES)
     assert "timeout" in store.FINISHED and "timeout" not in AVERAGED  # done, but not averaged
 
 

@@ -1,4 +1,4 @@
-"""Tests of one job: statuses, metrics rows, budgets, divergence, failure isolation."""
+"""Tests of one job's run: statuses, metrics rows, budgets, divergence, the summary."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def test_completed_run_writes_rows_summary_and_config(tmp_path):
     cfg = _cfg(seed=2, variant="scale_gradient", training_steps=4)
     summary, tracker = _run(tmp_path, cfg)
     job = tmp_path / "job"
-    assert summary["status"] == "completed" and summary["steps"] == 4
+    assert summary.status == "completed" and summary.steps == 4
     rows = store.read_metrics(job / "metrics.jsonl")
     assert [r["step"] for r in rows] == [1, 2, 3, 4]
     # loss = base * (1 + seed/10) * (1 + scale) / step, by hand: 1 * 1.2 * 1.5 / 3 = 0.6
@@ -84,8 +84,8 @@ def test_completed_run_writes_rows_summary_and_config(tmp_path):
 
 def test_exception_is_a_failed_result_with_traceback(tmp_path):
     summary, tracker = _run(tmp_path, _cfg(training_steps=5, fail_at=3))
-    assert summary["status"] == "failed" and summary["steps"] == 2
-    assert summary["error"] == "RuntimeError: stand-in failure at step 3"
+    assert summary.status == "failed" and summary.steps == 2
+    assert summary.error == "RuntimeError: stand-in failure at step 3"
     trace = (tmp_path / "job" / "error.txt").read_text()
     assert "Traceback" in trace and "stand-in failure at step 3" in trace
     assert len(store.read_metrics(tmp_path / "job" / "metrics.jsonl")) == 2
@@ -94,34 +94,34 @@ def test_exception_is_a_failed_result_with_traceback(tmp_path):
 
 def test_nan_loss_diverges_at_its_step(tmp_path):
     summary, _ = _run(tmp_path, _cfg(training_steps=8, nan_at=4))
-    assert summary["status"] == "diverged" and summary["diverged_step"] == 4
-    assert summary["steps"] == 4  # the bad row is kept, nothing after it
+    assert summary.status == "diverged" and summary.diverged_step == 4
+    assert summary.steps == 4  # the bad row is kept, nothing after it
 
 
 def test_loss_blow_up_past_factor_diverges(tmp_path):
     # reference = mean of steps 1, 2 = (1 + 0.5) / 2 = 0.75; step 5 loss = 1e6 / 5 >> 100 * 0.75
     summary, _ = _run(tmp_path, _cfg(training_steps=9, blow_up_at=5))
-    assert summary["status"] == "diverged" and summary["diverged_step"] == 5
+    assert summary.status == "diverged" and summary.diverged_step == 5
 
 
 def test_runner_stop_and_summary_agree_on_divergence(tmp_path):
     # The disagreement of the old code: a loss spike after ten steps at 1.0 stopped the run as
     # diverged while its summary said diverged 0. One rule now decides both.
     summary, _ = _run(tmp_path, _cfg(training_steps=20, blow_up_at=12, base_loss=1.0))
-    assert summary["status"] == "diverged" and summary["diverged_step"] == 12
-    assert summary["stability"]["diverged"] == 1
-    assert summary["stability"]["diverged_step"] == 12
+    assert summary.status == "diverged" and summary.diverged_step == 12
+    assert summary.stability["diverged"] == 1
+    assert summary.stability["diverged_step"] == 12
 
 
 def test_step_budget_cuts_short_with_timeout(tmp_path):
     summary, _ = _run(tmp_path, _cfg(training_steps=10, budget=BudgetConfig(max_steps=3)))
-    assert summary["status"] == "timeout" and summary["steps"] == 3
+    assert summary.status == "timeout" and summary.steps == 3
     assert len(store.read_metrics(tmp_path / "job" / "metrics.jsonl")) == 3
 
 
 def test_step_budget_equal_to_run_length_is_completed(tmp_path):
     summary, _ = _run(tmp_path, _cfg(training_steps=3, budget=BudgetConfig(max_steps=3)))
-    assert summary["status"] == "completed" and summary["steps"] == 3
+    assert summary.status == "completed" and summary.steps == 3
 
 
 def test_wall_budget_times_out_with_partial_metrics(tmp_path):
@@ -129,7 +129,7 @@ def test_wall_budget_times_out_with_partial_metrics(tmp_path):
     cfg = _cfg(training_steps=50, budget=BudgetConfig(max_wall_s=6.5))
     summary, _ = _run(tmp_path, cfg, clock=lambda: float(next(ticks)))
     # t0 = 0; each step reads the clock twice (budget check, elapsed): checks at 1, 3, 5, 7
-    assert summary["status"] == "timeout" and summary["steps"] == 3
+    assert summary.status == "timeout" and summary.steps == 3
     assert len(store.read_metrics(tmp_path / "job" / "metrics.jsonl")) == 3
 
 
@@ -137,56 +137,12 @@ def test_rerun_starts_metrics_over_and_clears_old_error(tmp_path):
     _run(tmp_path, _cfg(training_steps=5, fail_at=4))
     assert (tmp_path / "job" / "error.txt").exists()
     summary, _ = _run(tmp_path, _cfg(training_steps=2))
-    assert summary["status"] == "completed"
+    assert summary.status == "completed"
     assert [r["step"] for r in store.read_metrics(tmp_path / "job" / "metrics.jsonl")] == [1, 2]
     assert not (tmp_path / "job" / "error.txt").exists()
 
 
-def test_execute_skips_finished_and_never_raises(standin_env, capsys):
-    job_dir = standin_env.res / "variant=none__seed=0"
-    overrides = ["variant=none", "seed=0"]
-    common = ["muzero.training_steps=2", "logger=none", "runtime.progress=false"]
-
-    def execute(*extra):
-        cfg = standin_env.compose([*overrides, *common, *extra])
-        choices = {"task": "catch", "ablation": "t"}
-        return runner.execute(cfg, job_dir, overrides=overrides, choices=choices, job=standin.JOB)
-
-    assert execute()["status"] == "completed"
-    assert execute() == {"status": "skipped", "job": "variant=none__seed=0", "reason": "completed"}
-    assert execute("runtime.force=true")["status"] == "completed"
-    result = execute("runtime.force=true", "muzero.fail_at=1")  # the job's own error: recorded
-    assert result["status"] == "failed" and "stand-in failure at step 1" in result["error"]
-    assert "Traceback" in (job_dir / "error.txt").read_text()
-    out = capsys.readouterr().out
-    assert "[completed] variant=none__seed=0: 2 steps" in out and "[  skipped]" in out
-
-
-def test_a_job_killed_by_a_signal_is_one_failed_job(standin_env, tmp_path):
-    faults = tmp_path / "faults.json"
-    faults.write_text(json.dumps({"none/0": {"kill_at": 2}}))
-    job_dir = standin_env.res / "variant=none__seed=0"
-    overrides = ["variant=none", "seed=0"]
-    cfg = standin_env.compose([*overrides, "muzero.training_steps=4", "logger=none"])
-    os.environ[standin.FAULTS_ENV] = str(faults)  # the job's process gets the caller's environment
-    try:
-        result = runner.execute(
-            cfg, job_dir, overrides=overrides, choices={"task": "catch"}, job=standin.JOB
-        )
-    finally:
-        del os.environ[standin.FAULTS_ENV]
-    assert result["status"] == "failed" and result["steps"] == 0
-    assert result["error"].startswith("the job's process killed by signal 9 (SIGKILL)")
-    assert "killed by signal 9" in (job_dir / "error.txt").read_text()
-    assert [r["step"] for r in store.read_metrics(job_dir / "metrics.jsonl")] == [1]
-    again = runner.execute(
-        cfg, job_dir, overrides=overrides, choices={"task": "catch"}, job=standin.JOB
-    )
-    assert again["status"] == "completed" and again["steps"] == 4  # the fault fires once
-
-
 def test_limit_threads_sets_tensorflow_env(monkeypatch):
-    import os
     import sys
 
     monkeypatch.delitem(sys.modules, "tensorflow", raising=False)  # as in a fresh job process
@@ -207,7 +163,7 @@ def test_progress_bar_on_a_terminal_does_not_break_the_job(tmp_path, monkeypatch
 
     monkeypatch.setattr("sys.stderr.isatty", lambda: True, raising=False)
     summary, _ = _run(tmp_path, _cfg(training_steps=3), progress=RichProgress("job", 3))
-    assert summary["status"] == "completed" and summary["steps"] == 3
+    assert summary.status == "completed" and summary.steps == 3
 
 
 @pytest.mark.parametrize("overlap", [None, False, True])
@@ -225,20 +181,6 @@ def test_overlap_reaches_train_only_when_the_runner_says(tmp_path, overlap):
     )  # fmt: skip
     assert len(seen) == 1
     assert seen[0].get("overlap", "absent") == ("absent" if overlap is None else overlap)
-
-
-def test_overlap_only_with_a_core_to_spare(monkeypatch):
-    """One thread (gradlab sweep's parallel jobs): no worker threads beside the step; more
-    threads, or all cores of a machine with several, yes."""
-    assert runner.overlap_for(1) is False
-    assert runner.overlap_for(2) is True and runner.overlap_for(16) is True
-    monkeypatch.setattr(process, "cores", lambda: 1)
-    assert runner.overlap_for(None) is False
-    monkeypatch.setattr(process, "cores", lambda: 2)
-    assert runner.overlap_for(None) is True
-    from experiments.job import MUZERO
-
-    assert MUZERO.overlap and not standin.JOB.overlap
 
 
 def test_a_finished_job_writes_its_compact_curves(tmp_path):

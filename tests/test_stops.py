@@ -154,8 +154,8 @@ def _rerun_completes_each_job_once(tmp_path: Path, args: list[str]) -> subproces
     """The same command at once: exit 0, every job completed once, with rows 1..STEPS and one
     W&B run; the re-run started exactly the jobs that had not completed."""
     ablation = tmp_path / "res" / "hidden_scale"
-    done = {k for k, n in JOBS.items() if (store.read_summary(ablation / n) or {}).get("status")
-            == "completed"}  # fmt: skip
+    summaries = {k: store.read_summary(ablation / n) for k, n in JOBS.items()}
+    done = {k for k, s in summaries.items() if s is not None and s.status == "completed"}
     runs = tmp_path / "runs.log"
     runs.write_text("")
     again = subprocess.run(
@@ -184,12 +184,12 @@ def _assert_interrupted(tmp_path: Path, output: str, head: str) -> None:
     statuses = collections.Counter()
     for name in JOBS.values():
         summary = store.read_summary(ablation / name)
-        status = summary["status"] if summary else "not started"
+        status = summary.status if summary else "not started"
         statuses[status] += 1
         if status == "interrupted":
             rows = store.read_metrics(ablation / name / "metrics.jsonl")
             assert [r["step"] for r in rows] == list(range(1, len(rows) + 1))
-            assert summary["steps"] == len(rows) < STEPS
+            assert summary.steps == len(rows) < STEPS
     assert statuses["interrupted"] >= 1 and statuses["running"] == 0, statuses
     shown = (
         f"{statuses['completed']} of 4 jobs completed, {statuses['interrupted']} interrupted, "
@@ -291,7 +291,7 @@ def test_two_sweeps_on_one_folder_at_once_run_each_job_once(tmp_path):
     assert collections.Counter(runs.read_text().split()) == dict.fromkeys(JOBS, 1), outputs
     ablation = tmp_path / "res" / "hidden_scale"
     for name in JOBS.values():
-        assert store.read_summary(ablation / name)["status"] == "completed"
+        assert store.read_summary(ablation / name).status == "completed"
         assert len(store.read_metrics(ablation / name / "metrics.jsonl")) == STEPS
 
 
@@ -324,13 +324,13 @@ def _standin_run(tmp_path, stop, steps=6):
 def test_run_job_stops_at_the_step_it_is_asked_and_keeps_the_rows(tmp_path):
     asked = iter([False, False, False, True])  # asked before each step: stop before step 4
     summary = _standin_run(tmp_path, stop=lambda: next(asked))
-    assert summary["status"] == "interrupted" and summary["steps"] == 3
-    assert store.read_summary(tmp_path / "job")["status"] == "interrupted"
+    assert summary.status == "interrupted" and summary.steps == 3
+    assert store.read_summary(tmp_path / "job").status == "interrupted"
     rows = store.read_metrics(tmp_path / "job" / "metrics.jsonl")
     assert [r["step"] for r in rows] == [1, 2, 3]
     # loss = 1 * (1 + 0/10) * (1 + 0) / step for the stand-in's seed 0, variant none
     assert [r["loss/total"] for r in rows] == pytest.approx([1.0, 0.5, 1 / 3])
-    assert summary["stability"]["steps"] == 3
+    assert summary.stability["steps"] == 3
     assert store.should_run(tmp_path / "job") == (True, "interrupted")
 
 
@@ -427,8 +427,8 @@ def test_mark_interrupted_only_a_running_job_no_live_process_holds(tmp_path):
         assert locked and not store.mark_interrupted(job, reason="x")
     assert store.mark_interrupted(job, reason="stopped by SIGTERM before its next step")
     summary = store.read_summary(job)
-    assert summary["status"] == "interrupted" and summary["steps"] == 2
-    assert summary["error"] == "stopped by SIGTERM before its next step"
+    assert summary.status == "interrupted" and summary.steps == 2
+    assert summary.error == "stopped by SIGTERM before its next step"
     assert not store.mark_interrupted(job, reason="again")  # no longer running
     assert not store.mark_interrupted(tmp_path / "missing", reason="x")
     assert not (tmp_path / "missing").exists()

@@ -103,8 +103,8 @@ def write_curves(job_dir: str | Path) -> Path | None:
     rows = store.read_metrics(job_dir / "metrics.jsonl")
     if not rows:
         return None
-    summary = store.read_summary(job_dir) or {}
-    frame = compact_curves(rows, training_steps=summary.get("training_steps"))
+    summary = store.read_summary(job_dir)
+    frame = compact_curves(rows, training_steps=summary.training_steps if summary else None)
     text = frame.to_csv(index=False, float_format="%.17g", na_rep="")
     buffer = io.BytesIO()
     with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0) as gz:
@@ -149,9 +149,10 @@ def read_curves(job_dir: str | Path) -> pd.DataFrame:
     job_dir = Path(job_dir)
     metrics = job_dir / "metrics.jsonl"
     if metrics.exists():
-        summary = store.read_summary(job_dir) or {}
+        summary = store.read_summary(job_dir)
         return compact_curves(
-            store.read_metrics(metrics), training_steps=summary.get("training_steps")
+            store.read_metrics(metrics),
+            training_steps=summary.training_steps if summary else None,
         )
     path = job_dir / CURVES_FILE
     if not path.exists():

@@ -37,7 +37,7 @@ STATUS_STYLES = {
     "interrupted": {"facecolor": "white", "hatch": "////"},
     "running": {"facecolor": "white", "hatch": "...."},
 }
-"""Bar styles per run status (:data:`experiments.store.STATUSES`): greys and hatches, so that no
+"""Bar styles per run status (:data:`experiments.summary.STATUSES`): greys and hatches, so that no
 status borrows a variant's colour."""
 GREY = "#555555"
 _MARKS = 5  # markers per line (identity in grey print), staggered across lines

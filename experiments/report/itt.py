@@ -55,11 +55,11 @@ def random_return(
 def run_random_return(job_dir: str | Path, *, explicit: float | None = None) -> float:
     """:func:`random_return` of one job: its task and reward scale from ``summary.json`` (a
     MinAtar job's game, the registry's name, from ``config.yaml``'s ``task.id``)."""
-    summary = store.read_summary(job_dir) or {}
-    task = summary.get("task")
+    summary = store.read_summary(job_dir)
+    task = summary.task if summary else None
     if task == "minatar":
         task = config_task_id(Path(job_dir) / "config.yaml") or task
-    scale = summary.get("reward_scale")
+    scale = summary.reward_scale if summary else None
     scale = float(scale) if isinstance(scale, int | float) else 1.0
     return random_return(task, reward_scale=scale, explicit=explicit)
 

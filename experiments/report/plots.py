@@ -54,7 +54,7 @@ from experiments.report.layout import layout_of, panel_grid
 from experiments.report.profile import performance_profiles
 from experiments.report.results import AVERAGED, Results, load_curves
 from experiments.report.style import OKABE_ITO, STYLE, figure_legend, save_figure
-from experiments.store import STATUSES
+from experiments.summary import STATUSES
 
 __all__ = [
     "OKABE_ITO",

@@ -13,16 +13,16 @@ Two figures are derived here for the table's intention-to-treat analysis:
   NaN when neither verdict decides it (e.g. a stable-so-far run without the stability figures).
 * :func:`intention_to_treat`: a return column over every run, where a diverged run, or one without
   a value, counts as a return declared before the runs: the mean return of the task's uniformly
-  random policy (:func:`diverged_return`), times the run's reward scale. Statuses are the store's
-(:data:`experiments.store.STATUSES`), files are read with the store's reader
-(:func:`experiments.store.read_metrics`). Every problem with the folder is a
-:class:`~experiments.errors.ConfigError` naming the folder or file and what was expected.
+  random policy (:func:`diverged_return`), times the run's reward scale. Statuses are the
+summary's (:data:`experiments.summary.STATUSES`), files are read with the store's readers
+(:func:`experiments.store.load_summary`, :func:`experiments.store.read_metrics`). Every problem
+with the folder is a :class:`~experiments.errors.ConfigError` naming the folder or file and what
+was expected.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -30,9 +30,10 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from experiments.errors import ConfigError, unknown_choice
+from experiments.errors import ConfigError
 from experiments.metrics import STABILITY_KEYS, stability_summary
-from experiments.store import STATUSES, read_metrics
+from experiments.store import load_summary, read_metrics
+from experiments.summary import Summary
 
 __all__ = [
     "AVERAGED",
@@ -93,22 +94,6 @@ def group_label(group: dict[str, object]) -> str:
     return ", ".join(f"{k}={group[k]}" for k in sorted(group))
 
 
-def _read_summary(path: Path) -> dict:
-    try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ConfigError(f"corrupt summary file '{path}': {err}") from None
-    if not isinstance(summary, dict):
-        raise ConfigError(f"corrupt summary file '{path}': expected a JSON object")
-    if summary.get("status") not in STATUSES:
-        if "status" not in summary:
-            raise ConfigError(f"corrupt summary file '{path}': no 'status' key")
-        raise unknown_choice(f"status in '{path}':", summary["status"], STATUSES)
-    if not isinstance(summary.get("group", {}), dict):
-        raise ConfigError(f"corrupt summary file '{path}': 'group' must be an object")
-    return summary
-
-
 def _summary_paths(root: Path) -> list[Path]:
     if not root.exists():
         raise ConfigError(f"results folder '{root}' does not exist")
@@ -126,30 +111,29 @@ def _summary_paths(root: Path) -> list[Path]:
     raise ConfigError(f"no runs in '{root}': no job folder with a summary.json")
 
 
-def _stability(summary: dict, job_dir: Path) -> dict:
+def _stability(summary: Summary, job_dir: Path) -> dict:
     """The stored figures; recomputed from ``metrics.jsonl`` when they are absent or incomplete
     (written before a key existed), with the summary's ``training_steps`` and ``return_range``
     when it records them and the default divergence rule."""
-    stored = summary.get("stability")
-    stored = stored if isinstance(stored, dict) else {}
+    stored = summary.stability
     if stored and all(key in stored for key in STABILITY_KEYS):
         return stored
     metrics = job_dir / "metrics.jsonl"
-    if summary["status"] in AVERAGED and metrics.exists():
+    if summary.status in AVERAGED and metrics.exists():
         return stability_summary(
             read_metrics(metrics),
-            threshold=summary.get("threshold"),
-            wall_time_s=summary.get("wall_time_s"),
-            training_steps=summary.get("training_steps"),
-            return_range=summary.get("return_range"),
+            threshold=summary.threshold,
+            wall_time_s=summary.wall_time_s,
+            training_steps=summary.training_steps,
+            return_range=summary.return_range,
         )
     return stored
 
 
-def _registered_task(summary: dict, job_dir: Path) -> str | None:
+def _registered_task(summary: Summary, job_dir: Path) -> str | None:
     """The run's task as the task registry names it: a MinAtar run's summary says ``minatar``,
     its game (the registry's name, with its own random-policy return) is in its config."""
-    task = summary.get("task")
+    task = summary.task
     if task == "minatar":
         return config_task_id(job_dir / "config.yaml") or task
     return task
@@ -190,19 +174,19 @@ def load_results(path: str | Path) -> Results:
     root = Path(path)
     records, ablations = [], set()
     for summary_path in _summary_paths(root):
-        summary = _read_summary(summary_path)
-        ablations.add(summary.get("ablation"))
-        group = {str(k): str(v) for k, v in (summary.get("group") or {}).items()}
+        summary = load_summary(summary_path.parent)
+        ablations.add(summary.ablation)
+        group = {str(k): str(v) for k, v in summary.group.items()}
         stability = _stability(summary, summary_path.parent)
         record = {
-            "job": summary.get("job") or summary_path.parent.name,
+            "job": summary.job or summary_path.parent.name,
             "path": str(summary_path.parent),
-            "status": summary["status"],
-            "seed": summary.get("seed"),
+            "status": summary.status,
+            "seed": summary.seed,
             "group": group_label(group),
             "task": _registered_task(summary, summary_path.parent),
-            "threshold": summary.get("threshold"),
-            "reward_scale": summary.get("reward_scale"),
+            "threshold": summary.threshold,
+            "reward_scale": summary.reward_scale,
             "_group": group,
         }
         record.update({key: stability.get(key) for key in STABILITY_KEYS})

@@ -52,7 +52,7 @@ from experiments.report.contrasts import (
 from experiments.report.results import AVERAGED, Results, group_label, intention_to_treat
 from experiments.report.stats import STATS, binomial_ci, bootstrap_ci, statistic
 from experiments.report.survival import km_median, logrank_p, time_to_event
-from experiments.store import STATUSES
+from experiments.summary import STATUSES
 
 __all__ = [
     "ALPHA",
