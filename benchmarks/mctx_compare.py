@@ -201,7 +201,7 @@ def _jax_model(depth: int, value_size: int, reward_size: int, num_actions: int):
             x = jax.nn.relu(dense(layer, x))
         return x
 
-    def minmax(h):  # experiments.muzero.networks.MinMaxNormalisation
+    def minmax(h):  # experiments.muzero.normalisation.MinMaxNormalisation
         low = h.min(axis=-1, keepdims=True)
         scale = h.max(axis=-1, keepdims=True) - low
         scale = jnp.where(scale < 1e-5, scale + 1e-5, scale)

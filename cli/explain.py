@@ -42,7 +42,7 @@ def explain(
     if fmt not in FORMATS:
         raise unknown_choice("format", fmt, FORMATS)
     quiet_tensorflow()
-    from experiments import explain as ex  # TensorFlow is imported here, not at CLI start
+    from experiments.gradients import explain as ex  # TensorFlow is imported here, not at CLI start
 
     variants = ex.explain_variants()
     placements = ex.explain_placements()

@@ -83,7 +83,7 @@ def test_freeze_vs_stop_gradient_by_hand():
     # dL/dr = 8 + 4w + 2w^2 = 10.5.
     # stop_gradient at the 2nd dynamics input: dL/dw = 2 h1 + 4 h0 = 5, dL/dr = 8 + 4w = 10;
     # at every dynamics input (paper): dL/dw = 5, dL/dr = 8.
-    from experiments.explain import explain_freeze
+    from experiments.gradients.explain import explain_freeze
 
     rows = {row.case: row for row in explain_freeze()}
     expected = {

@@ -41,8 +41,8 @@ def test_list_names_every_choice_without_tensorflow():
     assert out.strip().endswith("TF_ABSENT")
     for name in ABLATIONS:
         assert f"  {name} " in out
+    from experiments.gradients import PLACEMENTS, VARIANTS
     from experiments.muzero.options import LOSS_SCALES, NORMALISATIONS, Q_FORMS
-    from experiments.variants import PLACEMENTS, VARIANTS
 
     for registry in (VARIANTS, PLACEMENTS, LOSS_SCALES, NORMALISATIONS, Q_FORMS):
         for name, entry in registry.items():

@@ -18,10 +18,10 @@ from experiments.config import (
 )
 from experiments.config_errors import composition_error
 from experiments.errors import ConfigError
+from experiments.gradients import VARIANTS
 from experiments.hydra_app import CONF_DIR
 from experiments.muzero.config import MuZeroConfig
 from experiments.stopping import DivergenceRule
-from experiments.variants import VARIANTS
 
 
 def _compose(overrides, conf=CONF_DIR):

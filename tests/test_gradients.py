@@ -1,10 +1,14 @@
-"""Tests of experiments.gradients: exact forward and backward values of every variant and placement.
+"""Tests of experiments.gradients (variants, placements, maths, explain): exact forward and
+backward values of every variant and placement.
 
 Expected values are computed by hand or independently in NumPy (float64, finite differences),
 never by calling the code under test.
 """
 
 from __future__ import annotations
+
+import subprocess
+import sys
 
 import keras
 import numpy as np
@@ -13,7 +17,7 @@ import tensorflow as tf
 
 from experiments import gradients as G
 from experiments.errors import ConfigError
-from experiments.explain import optimizer_update_norms, placement_gradients
+from experiments.gradients.explain import optimizer_update_norms, placement_gradients
 
 X = np.array([[1.5, 2.0, 2.5, 3.0], [0.1, 0.2, 0.1, 0.2]], dtype=np.float32)
 UP = np.array([[1.0, -2.0, 0.5, 1.0], [2.0, 1.0, -1.0, 0.5]], dtype=np.float32)
@@ -237,3 +241,37 @@ def test_placement_with_a_step_per_row_equals_the_int_form_row_by_row(name):
         batched = fn(h, double, tf.constant(steps)).numpy()
         rows = [fn(h[i : i + 1], double, k).numpy()[0] for i, k in enumerate(steps)]
         np.testing.assert_array_equal(batched, np.stack(rows))
+
+
+# ---------------------------------------------------------------------------------------------
+# The package's import surface.
+
+
+def test_the_registries_import_without_tensorflow_and_the_maths_on_first_use():
+    """``import experiments.gradients`` (and the registries, and the MuZero config that reads
+    them) loads no TensorFlow; asking the package for ``scale_gradient`` loads it then."""
+    code = (
+        "import sys\n"
+        "import experiments.gradients as g\n"
+        "import experiments.gradients.placements, experiments.gradients.variants\n"
+        "import experiments.muzero.options, experiments.muzero.support_sizes\n"
+        "print('tensorflow' in sys.modules)\n"
+        "g.make_variant('none'), g.get_placement('hook')\n"
+        "print('tensorflow' in sys.modules)\n"
+        "from experiments.gradients import scale_gradient\n"
+        "from experiments.gradients.maths import scale_gradient as direct\n"
+        "print('tensorflow' in sys.modules, scale_gradient is direct)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    ).stdout.split("\n")
+    assert out[:3] == ["False", "False", "True True"]
+
+
+def test_the_package_surface_is_its_modules_and_nothing_else():
+    from experiments.gradients import maths, placements, variants
+
+    assert set(G.__all__) == {*variants.__all__, *placements.__all__, *maths.__all__}
+    assert G.scale_gradient is maths.scale_gradient and G.PLACEMENTS is placements.PLACEMENTS
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        _ = G.nothing

@@ -6,7 +6,8 @@ import pytest
 
 from experiments.errors import ConfigError
 from experiments.muzero.config import NetworkConfig
-from experiments.muzero.networks import MinMaxNormalisation, Networks
+from experiments.muzero.networks import Networks
+from experiments.muzero.normalisation import MinMaxNormalisation
 
 
 def _nets(**kwargs):

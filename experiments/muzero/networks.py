@@ -10,49 +10,35 @@
   ``[B, V]``.
 
 Every hidden state is normalised (Appendix G of the paper: per sample to [0, 1] by min-max, here
-with a guard against a zero range); ``none``, ``tanh`` and ``layernorm`` are the alternatives.
+with a guard against a zero range, :mod:`experiments.muzero.normalisation`); ``none``, ``tanh``
+and ``layernorm`` are the alternatives (:data:`experiments.muzero.options.NORMALISATIONS`).
 The output layers of the heads start at zero so that initial predictions are exactly neutral.
 The dynamics and prediction networks are MLPs on the hidden state whatever the observation.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import keras
 import numpy as np
 import tensorflow as tf
 
 from experiments.errors import ConfigError
+from experiments.gradients import HiddenFn, Placement
 from experiments.muzero.config import NetworkConfig
 from experiments.muzero.options import NORMALISATIONS
 from experiments.muzero.support import Support
 
-if TYPE_CHECKING:
-    from experiments.variants import HiddenFn, Placement
-
 __all__ = [
     "CONV_FILTERS",
-    "MinMaxNormalisation",
     "Networks",
     "normalisation_layer",
     "recurrent_step",
 ]
 
-_MIN_RANGE = 1e-5
 CONV_FILTERS = 16
 """Filters of the image torso's one 3x3 convolution (MinAtar's baseline)."""
-
-
-class MinMaxNormalisation(keras.layers.Layer):
-    """Per-sample min-max scaling of ``[B, H]`` to [0, 1]; a range below 1e-5 is widened by 1e-5."""
-
-    def call(self, h: tf.Tensor) -> tf.Tensor:
-        low = tf.reduce_min(h, axis=-1, keepdims=True)
-        high = tf.reduce_max(h, axis=-1, keepdims=True)
-        scale = high - low
-        scale = tf.where(scale < _MIN_RANGE, scale + _MIN_RANGE, scale)
-        return (h - low) / scale
 
 
 def normalisation_layer(kind: str) -> keras.layers.Layer:

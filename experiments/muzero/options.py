@@ -1,8 +1,9 @@
 """Registries of the MuZero job's named options: per-step loss scales, hidden-state
 normalisations and the search's value forms (defined as functions in
 :mod:`experiments.muzero.qtransforms`, re-exported here), in the style of
-:mod:`experiments.variants` (importable without TensorFlow; a normalisation's builder imports Keras
-only when a network is built).
+:mod:`experiments.gradients.variants` (importable without TensorFlow; a normalisation's builder
+imports Keras, and the paper's layer from :mod:`experiments.muzero.normalisation`, only when a
+network is built).
 
 Adding one is one entry here plus one test.
 """
@@ -96,7 +97,7 @@ class Normalisation:
 
 
 def _minmax() -> Any:
-    from experiments.muzero.networks import MinMaxNormalisation
+    from experiments.muzero.normalisation import MinMaxNormalisation  # Keras, when one is built
 
     return MinMaxNormalisation()
 

@@ -10,13 +10,11 @@ its config is validated, before anything runs.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from experiments.errors import ConfigError
-
-if TYPE_CHECKING:
-    from experiments.muzero.config import NetworkConfig
-    from experiments.tasks import TaskConfig
+from experiments.muzero.config import NetworkConfig
+from experiments.tasks import TaskConfig
 
 __all__ = [
     "EPSILON",

@@ -1,8 +1,8 @@
 """The figures' look, shared by every figure: palette, line styles, fonts, size, legend, saving.
 
 A compared value keeps one look in every figure: its colour, line style and marker are keyed by its
-position in the registry of its key (:data:`experiments.variants.VARIANTS` for ``variant``,
-:data:`~experiments.variants.PLACEMENTS` for ``variant.placement``), not by the order in which a
+position in the registry of its key (:data:`experiments.gradients.VARIANTS` for ``variant``,
+:data:`~experiments.gradients.PLACEMENTS` for ``variant.placement``), not by the order in which a
 folder happens to list it, so ``scale_gradient`` is the same orange in the return curve, the
 gradient-norm curve and the performance profile of any study. Colours are Okabe & Ito's
 colour-blind-safe palette; line styles and markers differ as well, so the lines stay apart when
@@ -99,7 +99,7 @@ def line_style(i: int) -> dict:
 def registry_order(key: str | None) -> tuple[str, ...]:
     """The registered names of ``key``'s values, in registration order; ``()`` for a key without a
     registry (its values are then ordered as the caller lists them)."""
-    from experiments.variants import PLACEMENTS, VARIANTS
+    from experiments.gradients import PLACEMENTS, VARIANTS
 
     registries = {"variant": VARIANTS, "variant.placement": PLACEMENTS}
     return tuple(registries[key]) if key in registries else ()

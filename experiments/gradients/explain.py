@@ -12,16 +12,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from experiments.gradients import (
-    PLACEMENTS,
-    VARIANTS,
-    HiddenFn,
-    Placement,
-    Variant,
-    make_variant,
-    scale_gradient,
-)
-from experiments.variants import NETWORKS
+from experiments.gradients.maths import scale_gradient
+from experiments.gradients.placements import PLACEMENTS, Placement
+from experiments.gradients.variants import NETWORKS, VARIANTS, HiddenFn, Variant, make_variant
 
 __all__ = [
     "PROBE_HIDDEN",

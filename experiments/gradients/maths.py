@@ -1,5 +1,5 @@
-"""The TensorFlow maths of the gradient variants (``scale_gradient``, ``MaxNorm`` on the hidden
-state) and binding a registered variant or placement by name.
+"""The TensorFlow maths of the gradient variants: ``scale_gradient`` and ``MaxNorm`` on the hidden
+state.
 
 MuZero's pseudocode (Schrittwieser et al., 2020, Appendix "Pseudocode") calls
 ``scale_gradient(hidden_state, 0.5)`` after each recurrent step. TensorFlow has no such function;
@@ -8,45 +8,17 @@ unchanged, the gradient is multiplied by ``s``. It is often confused with the op
 ``clipnorm``, with ``keras.constraints.MaxNorm`` (which changes forward values) and with
 ``stop_gradient`` (which is scale 0).
 
-The registries (names, parameters, summaries, builders) live in :mod:`experiments.variants`,
-importable without TensorFlow; they are re-exported here with :func:`make_variant` and
-:func:`get_placement`, which work eagerly and inside a compiled ``tf.function``.
+The registry's builders (:mod:`experiments.gradients.registry`) bind these when a job binds a
+variant; this module imports nothing of the registry. Both functions work eagerly and inside a
+compiled ``tf.function``.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import keras
 import tensorflow as tf
 
-from experiments.variants import (
-    ACTS_ON,
-    PLACEMENTS,
-    VARIANTS,
-    HiddenFn,
-    ParamSpec,
-    Placement,
-    PlacementFn,
-    Variant,
-    VariantSpec,
-)
-
-__all__ = [
-    "ACTS_ON",
-    "PLACEMENTS",
-    "VARIANTS",
-    "HiddenFn",
-    "ParamSpec",
-    "Placement",
-    "PlacementFn",
-    "Variant",
-    "VariantSpec",
-    "get_placement",
-    "make_variant",
-    "maxnorm_hidden",
-    "scale_gradient",
-]
+__all__ = ["maxnorm_hidden", "scale_gradient"]
 
 
 def scale_gradient(x: tf.Tensor, scale: float | tf.Tensor) -> tf.Tensor:
@@ -83,24 +55,3 @@ def maxnorm_hidden(h: tf.Tensor, max_value: float) -> tf.Tensor:
       ``[B, H]``, each row's norm at most ``max_value``.
     """
     return keras.constraints.MaxNorm(max_value=max_value, axis=-1)(h)
-
-
-def make_variant(name: str, **params: Any) -> Variant:
-    """Looks up a variant by name and binds its parameters.
-
-    Args:
-      name: a key of :data:`VARIANTS`.
-      **params: the variant's parameters; missing ones take their defaults.
-
-    Returns:
-      The bound :class:`Variant`.
-
-    Raises:
-      ConfigError: unknown name, unknown parameter, or a parameter of the wrong type or range.
-    """
-    return VARIANTS.lookup(name).bind(**params)
-
-
-def get_placement(name: str) -> Placement:
-    """Looks up a placement by name; raises :class:`ConfigError` naming the valid choices."""
-    return PLACEMENTS.lookup(name)

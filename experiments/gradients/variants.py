@@ -1,0 +1,343 @@
+"""The registry of gradient variants: names, parameters, summaries, builders.
+
+Importable without TensorFlow (``gradlab list``, planning and config validation read it): a
+variant's builder imports TensorFlow and the maths of :mod:`experiments.gradients.maths` (which
+imports nothing of this module) only when a job binds it. **Adding a variant is one**
+:class:`VariantSpec` **entry in** ``VARIANTS`` (its builder beside it) **plus one test**: its
+Hydra config node (``variant=<name>``, with one setting per parameter) is derived from the entry,
+and the parametrised tests pick it up.
+
+MuZero's pseudocode (Schrittwieser et al., 2020, Appendix "Pseudocode") calls
+``scale_gradient(hidden_state, 0.5)`` after each recurrent step; the look-alikes people confuse it
+with (the optimizer's ``clipnorm``, Keras' ``MaxNorm``, ``stop_gradient``) are registered beside
+it. Where the hidden-state transform goes is a placement (:mod:`experiments.gradients.placements`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import types
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from experiments.errors import ConfigError
+from experiments.registry import Registry
+
+__all__ = [
+    "ACTS_ON",
+    "NETWORKS",
+    "VARIANTS",
+    "HiddenFn",
+    "ParamSpec",
+    "Variant",
+    "VariantSpec",
+    "make_variant",
+]
+
+HiddenFn = Callable[[Any], Any]
+"""A transform of the hidden state ``[B, H] -> [B, H]`` (TensorFlow tensors)."""
+
+ACTS_ON = ("nothing", "forward", "gradient", "optimizer", "learning_rate", "weights")
+"""Where a variant acts: the hidden state's forward values, the gradient through the hidden state,
+the optimizer's update, the learning rate of some or all networks, or the weights (a constraint
+applied after each update)."""
+
+NETWORKS = ("representation", "dynamics", "prediction")
+"""The three networks, the units a variant's learning-rate factors (:attr:`Variant.lr_scales`)
+are given for."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ParamSpec:
+    """One numeric parameter of a variant.
+
+    Attributes:
+      name: the setting's name (``variant.<name>=...``).
+      default: its value when not given.
+      minimum: the smallest accepted value.
+      minimum_inclusive: whether ``minimum`` itself is accepted.
+      doc: one line.
+    """
+
+    name: str
+    default: float
+    minimum: float
+    minimum_inclusive: bool
+    doc: str
+
+    @property
+    def range_text(self) -> str:
+        """``'>= 0'`` or ``'> 0'``."""
+        return f"{'>=' if self.minimum_inclusive else '>'} {self.minimum:g}"
+
+    def check(self, variant: str, value: Any) -> float:
+        """Returns ``value`` as a float, or raises :class:`ConfigError` naming it and the range."""
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(
+                f"variant.{self.name}={value!r} has the wrong type; expected a number "
+                f"{self.range_text} (variant {variant!r})"
+            )
+        value = float(value)
+        ok = value >= self.minimum if self.minimum_inclusive else value > self.minimum
+        if not ok or not math.isfinite(value):
+            raise ConfigError(
+                f"variant.{self.name}={value:g} is out of range; expected a finite number "
+                f"{self.range_text} (variant {variant!r})"
+            )
+        return value
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """A variant with its parameters bound: what a learner needs to apply it.
+
+    Attributes:
+      name: registry name.
+      acts_on: one of :data:`ACTS_ON`.
+      params: the bound parameters, defaults filled in.
+      hidden: transform of the hidden state ``[B, H] -> [B, H]`` (identity unless the variant acts
+        on the hidden state's forward values or gradient); put in place by a placement
+        (:class:`~experiments.gradients.placements.Placement`),
+        in the training unroll and in the search's recurrent inference alike.
+      optimizer_kwargs: keyword arguments for the Keras optimizer (``clipnorm``,
+        ``global_clipnorm``), empty unless the variant acts on the optimizer.
+      kernel_constraint: a Keras constraint for the dynamics network's kernels, or ``None``.
+      lr_scales: factors of the learning rate by network (:data:`NETWORKS`), a network not named
+        at x1; empty unless the variant acts on the learning rate. The learner gives each
+        distinct factor its own optimizer on the same schedule x factor; Adam's and momentum's
+        state is per variable, so that equals one optimizer with per-variable learning rates.
+    """
+
+    name: str
+    acts_on: str
+    params: Mapping[str, float]
+    hidden: HiddenFn
+    optimizer_kwargs: Mapping[str, float]
+    kernel_constraint: Any
+    lr_scales: Mapping[str, float] = dataclasses.field(
+        default_factory=lambda: types.MappingProxyType({})
+    )
+
+    @property
+    def transforms_hidden(self) -> bool:
+        """Whether :attr:`hidden` is anything but the identity."""
+        return self.acts_on in ("forward", "gradient")
+
+    @property
+    def changes_forward(self) -> bool:
+        """Whether :attr:`hidden` changes forward values (so planning must apply it too)."""
+        return self.acts_on == "forward"
+
+
+Built = tuple[HiddenFn, dict, Any] | tuple[HiddenFn, dict, Any, dict]
+"""What a builder returns: ``(hidden transform, optimizer kwargs, kernel constraint or None)``,
+and a fourth item, the learning-rate factors by network, for a variant that acts on them."""
+
+
+@dataclasses.dataclass(frozen=True)
+class VariantSpec:
+    """A registry entry: what the variant is, where it acts, its parameters and its builder.
+
+    Attributes:
+      name: the registry name (``variant=<name>``).
+      acts_on: one of :data:`ACTS_ON`.
+      scope: declared granularity (elementwise, per sample, per variable, global, ...).
+      summary: one line for ``gradlab list`` / ``gradlab explain``.
+      params: the parameters, each a setting of the variant's config node.
+      build: ``(**params) -> (hidden, optimizer kwargs, kernel constraint[, lr factors])``;
+        imports TensorFlow.
+    """
+
+    name: str
+    acts_on: str
+    scope: str
+    summary: str
+    params: tuple[ParamSpec, ...]
+    build: Callable[..., Built]
+
+    def __post_init__(self) -> None:
+        if self.acts_on not in ACTS_ON:
+            raise ValueError(f"variant {self.name!r}: acts_on {self.acts_on!r} not in {ACTS_ON}")
+
+    def check_params(self, params: Mapping[str, Any]) -> dict[str, float]:
+        """``params`` validated against :attr:`params`, defaults filled in."""
+        known = {p.name: p for p in self.params}
+        for key in params:
+            if key not in known:
+                valid = ", ".join(known) if known else "none (it takes no parameters)"
+                raise ConfigError(
+                    f"variant {self.name!r} has no parameter {key!r}; its parameters: {valid}"
+                )
+        return {p.name: p.check(self.name, params.get(p.name, p.default)) for p in self.params}
+
+    def bind(self, **params: Any) -> Variant:
+        """Validates ``params`` and returns the bound :class:`Variant` (imports TensorFlow)."""
+        bound = self.check_params(params)
+        hidden, opt_kwargs, constraint, *lr_scales = self.build(**bound)
+        return Variant(
+            name=self.name,
+            acts_on=self.acts_on,
+            params=types.MappingProxyType(bound),
+            hidden=hidden,
+            optimizer_kwargs=types.MappingProxyType(opt_kwargs),
+            kernel_constraint=constraint,
+            lr_scales=types.MappingProxyType(dict(*lr_scales)),
+        )
+
+
+def _identity(h: Any) -> Any:
+    return h
+
+
+def _build_none() -> Built:
+    return _identity, {}, None
+
+
+def _build_scale_gradient(scale: float) -> Built:
+    from experiments.gradients.maths import scale_gradient
+
+    return functools.partial(scale_gradient, scale=scale), {}, None
+
+
+def _build_stop_gradient() -> Built:
+    import tensorflow as tf
+
+    return tf.stop_gradient, {}, None
+
+
+def _build_clipnorm(clipnorm: float) -> Built:
+    return _identity, {"clipnorm": clipnorm}, None
+
+
+def _build_global_clipnorm(clipnorm: float) -> Built:
+    return _identity, {"global_clipnorm": clipnorm}, None
+
+
+def _build_maxnorm(max_value: float) -> Built:
+    from experiments.gradients.maths import maxnorm_hidden
+
+    return functools.partial(maxnorm_hidden, max_value=max_value), {}, None
+
+
+def _build_maxnorm_kernel(max_value: float) -> Built:
+    import keras
+
+    return _identity, {}, keras.constraints.MaxNorm(max_value=max_value, axis=0)
+
+
+def _build_lr_scale(scale: float) -> Built:
+    return _identity, {}, None, dict.fromkeys(NETWORKS, scale)
+
+
+def _build_dynamics_lr_scale(scale: float) -> Built:
+    return _identity, {}, None, {"dynamics": scale}
+
+
+_LR = ParamSpec("scale", 0.5, 0.0, False, "learning-rate factor")
+_SCALE = ParamSpec("scale", 0.5, 0.0, True, "gradient factor (0 = stop_gradient, 1 = none)")
+_CLIP = ParamSpec("clipnorm", 1.0, 0.0, False, "largest gradient norm the optimizer applies")
+_MAX = ParamSpec("max_value", 2.0, 0.0, False, "largest L2 norm kept (Keras' default is 2)")
+
+VARIANTS: Registry[VariantSpec] = Registry(
+    "variant",
+    [
+        VariantSpec(
+            name="none",
+            acts_on="nothing",
+            scope="-",
+            summary="baseline: the hidden state and its gradient pass untouched",
+            params=(),
+            build=_build_none,
+        ),
+        VariantSpec(
+            name="scale_gradient",
+            acts_on="gradient",
+            scope="elementwise",
+            summary="MuZero's scale_gradient: forward unchanged, gradient through the hidden "
+            "state x scale",
+            params=(_SCALE,),
+            build=_build_scale_gradient,
+        ),
+        VariantSpec(
+            name="stop_gradient",
+            acts_on="gradient",
+            scope="elementwise",
+            summary="tf.stop_gradient on the hidden state: scale_gradient with scale 0",
+            params=(),
+            build=_build_stop_gradient,
+        ),
+        VariantSpec(
+            name="clipnorm",
+            acts_on="optimizer",
+            scope="per variable",
+            summary="Keras optimizer clipnorm: each variable's gradient clipped to a norm, "
+            "separately",
+            params=(_CLIP,),
+            build=_build_clipnorm,
+        ),
+        VariantSpec(
+            name="global_clipnorm",
+            acts_on="optimizer",
+            scope="global",
+            summary="Keras optimizer global_clipnorm: all gradients rescaled together by their "
+            "joint norm",
+            params=(_CLIP,),
+            build=_build_global_clipnorm,
+        ),
+        VariantSpec(
+            name="maxnorm",
+            acts_on="forward",
+            scope="per sample",
+            summary="keras.constraints.MaxNorm on the hidden state: rows with norm > max_value "
+            "are shrunk",
+            params=(_MAX,),
+            build=_build_maxnorm,
+        ),
+        VariantSpec(
+            name="maxnorm_kernel",
+            acts_on="weights",
+            scope="per kernel column",
+            summary="keras.constraints.MaxNorm as the dynamics network's kernel_constraint "
+            "(weights only)",
+            params=(_MAX,),
+            build=_build_maxnorm_kernel,
+        ),
+        VariantSpec(
+            name="lr_scale",
+            acts_on="learning_rate",
+            scope="global",
+            summary="control: the baseline with every network's learning rate x scale "
+            "(scale_gradient shrinks steps under SGD; this shrinks all of them)",
+            params=(_LR,),
+            build=_build_lr_scale,
+        ),
+        VariantSpec(
+            name="dynamics_lr_scale",
+            acts_on="learning_rate",
+            scope="per network",
+            summary="control: the baseline with the dynamics network's learning rate x scale, "
+            "the others' untouched",
+            params=(_LR,),
+            build=_build_dynamics_lr_scale,
+        ),
+    ],
+)
+"""Registry of hidden-state variants by name."""
+
+
+def make_variant(name: str, **params: Any) -> Variant:
+    """Looks up a variant by name and binds its parameters (the builder imports TensorFlow).
+
+    Args:
+      name: a key of :data:`VARIANTS`.
+      **params: the variant's parameters; missing ones take their defaults.
+
+    Returns:
+      The bound :class:`Variant`, usable eagerly and inside a compiled ``tf.function``.
+
+    Raises:
+      ConfigError: unknown name, unknown parameter, or a parameter of the wrong type or range.
+    """
+    return VARIANTS.lookup(name).bind(**params)
