@@ -81,7 +81,7 @@ def argmax_last(x: tf.Tensor) -> tf.Tensor:
 
 
 def _pick(score: tf.Tensor, ties: str) -> tf.Tensor:
-    """:func:`experiments.muzero._tree.pick` in the graph."""
+    """:func:`experiments.muzero._reference_tree.pick` in the graph."""
     return argmax_first(score) if ties == "lowest" else argmax_last(score)
 
 
