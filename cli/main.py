@@ -55,3 +55,7 @@ app.add_typer(_study.app, name="study")
 from cli import calibrate as _calibrate  # noqa: E402
 
 app.command("calibrate")(_calibrate.calibrate)
+
+from cli import pool as _pool  # noqa: E402
+
+app.command("pool")(_pool.pool)

@@ -1,0 +1,267 @@
+"""One rate endpoint across several results folders (tasks, regimes, optimizers): a table with a
+column group per folder, and each arm's contrast with the baseline pooled over the folders,
+stratified by folder.
+
+The pooled test is the Cochran-Mantel-Haenszel test of a common odds ratio of 1 (no continuity
+correction), with the Mantel-Haenszel pooled odds ratio and its Robins-Breslow-Greenland 95% CI,
+and the Breslow-Day test of equal odds ratios across the strata (a small p: the effect differs
+between folders, and a pooled figure hides it). All from statsmodels' ``StratifiedTable``; a
+stratum whose 2x2 table has an empty row contributes nothing to the test and is named. Every run
+of the design counts, as in :mod:`experiments.report.tables`: a run whose endpoint is undefined
+(crashed, timed out, unfinished) is left out and counted apart.
+
+Each stratum's 2x2 table is ``[[arm events, arm non-events], [baseline events, baseline
+non-events]]``, so an odds ratio below 1 means fewer events (failures) in the arm.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from experiments.errors import ConfigError
+
+__all__ = ["PooledContrast", "Stratum", "pooled_contrast", "pooled_table", "strata_counts"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Stratum:
+    """One folder's counts for one arm against the baseline.
+
+    Attributes:
+      arm_events, arm_n: the arm's runs with the event, and its runs with a defined endpoint.
+      base_events, base_n: the same for the baseline.
+    """
+
+    arm_events: int
+    arm_n: int
+    base_events: int
+    base_n: int
+
+    @property
+    def table(self) -> np.ndarray:
+        """``[[arm events, arm non-events], [baseline events, baseline non-events]]``."""
+        return np.array(
+            [
+                [self.arm_events, self.arm_n - self.arm_events],
+                [self.base_events, self.base_n - self.base_events],
+            ],
+            dtype=float,
+        )
+
+    @property
+    def informative(self) -> bool:
+        """Both rows non-empty and some run on each side of the event (else the stratum adds
+        nothing to the CMH statistic)."""
+        events = self.arm_events + self.base_events
+        total = self.arm_n + self.base_n
+        return self.arm_n > 0 and self.base_n > 0 and 0 < events < total
+
+
+@dataclasses.dataclass(frozen=True)
+class PooledContrast:
+    """An arm against the baseline over several strata.
+
+    Attributes:
+      strata: the counts by stratum label.
+      statistic: the CMH chi-square (1 degree of freedom), NaN when no stratum is informative.
+      pvalue: its two-sided p.
+      odds_ratio: the Mantel-Haenszel pooled odds ratio (arm vs baseline).
+      odds_ratio_ci: its 95% CI (Robins-Breslow-Greenland).
+      homogeneity_p: the Breslow-Day test of equal odds ratios across the strata (NaN with fewer
+        than two informative strata).
+      left_out: the labels of strata that contributed nothing (an empty arm or no variation).
+    """
+
+    strata: Mapping[str, Stratum]
+    statistic: float
+    pvalue: float
+    odds_ratio: float
+    odds_ratio_ci: tuple[float, float]
+    homogeneity_p: float
+    left_out: tuple[str, ...]
+
+
+def pooled_contrast(strata: Mapping[str, Stratum]) -> PooledContrast:
+    """The CMH test, the MH odds ratio and the Breslow-Day test over ``strata``.
+
+    Raises:
+      ConfigError: no strata.
+    """
+    from statsmodels.stats.contingency_tables import StratifiedTable
+
+    if not strata:
+        raise ConfigError("a pooled contrast needs at least one folder with both arms")
+    used = {label: s for label, s in strata.items() if s.informative}
+    left_out = tuple(label for label in strata if label not in used)
+    nan = float("nan")
+    if not used:
+        return PooledContrast(dict(strata), nan, nan, nan, (nan, nan), nan, left_out)
+    tables = np.stack([s.table for s in used.values()], axis=2)  # [2, 2, k]
+    stratified = StratifiedTable(tables)
+    test = stratified.test_null_odds(correction=False)
+    # A zero cell makes some of these undefined (statsmodels divides by it): NaN, printed as a
+    # dash, without numpy's warnings on the terminal.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        odds = float(stratified.oddsratio_pooled)
+        low, high = (float(v) for v in stratified.oddsratio_pooled_confint())
+        homogeneity = nan
+        if len(used) > 1:
+            homogeneity = float(stratified.test_equal_odds().pvalue)
+    return PooledContrast(
+        strata=dict(strata),
+        statistic=float(test.statistic),
+        pvalue=float(test.pvalue),
+        odds_ratio=odds,
+        odds_ratio_ci=(low, high),
+        homogeneity_p=homogeneity,
+        left_out=left_out,
+    )
+
+
+def strata_counts(
+    frames: Mapping[str, pd.DataFrame],
+    *,
+    endpoint: str,
+    arm: str,
+    baseline: str,
+    key: str = "variant",
+) -> dict[str, Stratum]:
+    """Each folder's counts of ``endpoint`` (a 0/1 column) for ``arm`` and ``baseline``.
+
+    Args:
+      frames: the runs of the design by stratum label (``Results.averaged`` of each folder).
+      endpoint: the rate column (``failed``, ``unstable``, ...).
+      arm, baseline: values of ``key``.
+      key: the compared column.
+
+    A folder without the arm or the baseline is left out of the result.
+    """
+    out = {}
+    for label, runs in frames.items():
+        values = {}
+        for name in (arm, baseline):
+            x = pd.to_numeric(runs.loc[runs[key] == name, endpoint], errors="coerce").dropna()
+            values[name] = (int((x == 1).sum()), len(x))
+        if values[arm][1] and values[baseline][1]:
+            out[label] = Stratum(*values[arm], *values[baseline])
+    return out
+
+
+def arms_in(frames: Mapping[str, pd.DataFrame], key: str = "variant") -> list[str]:
+    """Every value of ``key`` in any folder, in first-seen order."""
+    seen: dict[str, None] = {}
+    for runs in frames.values():
+        for value in runs[key]:
+            seen.setdefault(str(value), None)
+    return list(seen)
+
+
+def check_key(frames: Mapping[str, pd.DataFrame], key: str) -> None:
+    """Each folder must have the compared key (``variant``) as a column."""
+    for label, runs in frames.items():
+        if key not in runs.columns:
+            raise ConfigError(
+                f"folder {label!r} does not vary {key!r}; a pooled table compares arms of {key!r}"
+            )
+
+
+def pooled_table(
+    folders: Sequence[str | Path],
+    *,
+    endpoint: str = "failed",
+    baseline: str = "none",
+    alpha: float = 0.05,
+    key: str = "variant",
+) -> tuple[str, str]:
+    """The Markdown table and its caption: a row per arm, per folder its ``k/n``, then each arm's
+    contrast with ``baseline`` pooled over the folders (MH odds ratio [95% CI], CMH p Holm-adjusted
+    over the arms, Breslow-Day p). Bold: the pooled p_adj < alpha, and nothing else.
+
+    Raises:
+      ConfigError: fewer than two folders, an endpoint that is not a rate, a folder without the
+        compared key or without the baseline.
+    """
+    from experiments.report.contrasts import adjust
+    from experiments.report.markup import markdown_table
+    from experiments.report.render import format_number, format_p
+    from experiments.report.results import load_results
+    from experiments.report.tables import METRICS
+
+    rates = [name for name, metric in METRICS.items() if metric.rate]
+
+    if not 0 < alpha < 1:
+        raise ConfigError(f"--alpha {alpha:g} is not valid; expected a number in (0, 1), e.g. 0.05")
+    if len(folders) < 2:
+        raise ConfigError("a pooled table needs at least two results folders")
+    if endpoint not in rates:
+        from experiments.errors import unknown_choice
+
+        raise unknown_choice("endpoint", endpoint, rates)
+    frames = {}
+    for folder in folders:
+        results = load_results(folder)
+        frames[_label(results, frames)] = results.averaged
+    check_key(frames, key)
+    for label, runs in frames.items():
+        if not (runs[key] == baseline).any():
+            raise ConfigError(f"folder {label!r} has no run of the baseline {key}={baseline}")
+    arms = [a for a in arms_in(frames, key) if a != baseline]
+    contrasts = [
+        pooled_contrast(strata_counts(frames, endpoint=endpoint, arm=a, baseline=baseline, key=key))
+        for a in arms
+    ]
+    adjusted, sizes = adjust([c.pvalue for c in contrasts], ["all"] * len(contrasts))
+    header = [key, *frames, "pooled OR [95% CI]", "CMH p_adj", "Breslow-Day p"]
+    rows = []
+    for name in [baseline, *arms]:
+        cells = []
+        for runs in frames.values():
+            x = pd.to_numeric(runs.loc[runs[key] == name, endpoint], errors="coerce").dropna()
+            cells.append(f"{int((x == 1).sum())}/{len(x)}" if len(x) else "—")
+        if name == baseline:
+            rows.append([name, *cells, "base", "base", "base"])
+            continue
+        i = arms.index(name)
+        c, p_adj = contrasts[i], adjusted[i]
+        bold = bool(np.isfinite(p_adj) and p_adj < alpha)
+        odds = (
+            f"{format_number(c.odds_ratio)} [{format_number(c.odds_ratio_ci[0])}, "
+            f"{format_number(c.odds_ratio_ci[1])}]"
+        )
+        rows.append(
+            [
+                f"**{name}**" if bold else name,
+                *cells,
+                odds,
+                format_p(p_adj, alpha=alpha),
+                format_p(c.homogeneity_p),
+            ]
+        )
+    table = markdown_table(header, rows, align=["left"] + ["right"] * (len(header) - 1))
+    m = int(sizes.max()) if len(sizes) else 0
+    caption = (
+        f"{endpoint}: k of n runs per folder, every completed or diverged run counted. Pooled over "
+        f"the {len(frames)} folders, stratified by folder: each {key} against {key}={baseline}; "
+        "Mantel-Haenszel odds ratio (below 1: fewer events than the baseline) with its "
+        "Robins-Breslow-Greenland 95% CI; Cochran-Mantel-Haenszel test (no continuity "
+        f"correction), Holm-adjusted over the {m} arms; Breslow-Day test of equal odds ratios "
+        "across the folders (a small p: the effect differs between them). A variant in one folder "
+        "only is tested in that folder alone. A folder where both "
+        "arms are all events or all non-events adds nothing to the test. Exploratory unless a "
+        f"study declared this pooled test. Bold: CMH p_adj < alpha = {alpha:g}, and nothing else."
+    )
+    return table, caption
+
+
+def _label(results, seen) -> str:
+    """The folder's label: its name (``study_catch_stress``), made unique."""
+    label = results.root.name
+    n = 2
+    while label in seen:
+        label, n = f"{results.root.name} ({n})", n + 1
+    return label
