@@ -349,7 +349,7 @@ def _task_lines(conf: Path) -> dict[str, str]:
 
 
 def _variant_lines() -> dict[str, str]:
-    from experiments.variants import VARIANTS
+    from experiments.gradients import VARIANTS
 
     lines = {}
     for name, spec in VARIANTS.items():
@@ -370,8 +370,8 @@ def list_(
 
       gradlab sweep ablation=scale_value --dry-run
     """
+    from experiments.gradients import PLACEMENTS
     from experiments.muzero.options import LOSS_SCALES, NORMALISATIONS, Q_FORMS
-    from experiments.variants import PLACEMENTS
 
     conf = config_dir_of(config_dir)
     sections = {

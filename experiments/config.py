@@ -20,9 +20,9 @@ from typing import Any
 from omegaconf import MISSING
 
 from experiments.errors import ConfigError, unknown_choice
+from experiments.gradients import PLACEMENTS, VARIANTS, VariantSpec
 from experiments.stopping import Budget, DivergenceRule
 from experiments.tasks import TaskConfig
-from experiments.variants import PLACEMENTS, VARIANTS, VariantSpec
 
 __all__ = [
     "LOGGER_MODES",
@@ -56,8 +56,8 @@ class VariantConfig:
     parameter, its default the registry's; :attr:`params` collects them.
 
     Attributes:
-      name: a key of ``experiments.variants.VARIANTS``.
-      placement: a key of ``experiments.variants.PLACEMENTS``.
+      name: a key of ``experiments.gradients.VARIANTS``.
+      placement: a key of ``experiments.gradients.PLACEMENTS``.
     """
 
     name: str = "none"
