@@ -302,7 +302,8 @@ def sweep(
         hyd += [f"hydra.launcher.batch_size={deal}", "hydra.launcher.pre_dispatch=all"]
     if not any(o.split("=", 1)[0] == "hydra/sweeper" for o in hyd):
         # The plan composed and validated every job; Hydra's basic sweeper would do it again
-        # before launching (about 0.1 s a job): the same sweeper without that second pass.
+        # before launching (a measurable cost per job: docs/performance_private.md): the same
+        # sweeper without that second pass.
         hyd = [*hyd, "hydra/sweeper=planned"]
     if force:
         extra.append("runtime.force=true")

@@ -121,9 +121,9 @@ class LoggerConfig:
       entity: the W&B entity (user or team), or None for the default.
       tags: extra tags of every run.
       every: W&B gets every ``every``-th row (steps that are multiples of it) and the run's last
-        row; ``metrics.jsonl`` always has every row. Each logged row costs W&B about 2 ms of
-        CPU (its client and its service process), a third of a Catch training step, so the
-        default is 10; ``logger.every=1`` mirrors every row.
+        row; ``metrics.jsonl`` always has every row. Each logged row costs W&B CPU time (its
+        client and its service process; measured in docs/performance.md), a sizeable part of a
+        Catch training step, so the default is 10; ``logger.every=1`` mirrors every row.
     """
 
     mode: str = "offline"

@@ -30,9 +30,9 @@ from collections.abc import Hashable, Sequence
 __all__ = ["BUILD_COST", "deal_size", "run_lengths"]
 
 BUILD_COST = 0.5
-"""A build's extra cost, in runs: on 2 cores a first ``paper`` job of a configuration took 8-11 s
-more than a restarted one of 14-21 s, a ``stress`` one 15-20 s more than 23-28 s (the README's
-main job); 0.5 is the low end, which favours the finer deal when in doubt."""
+"""A build's extra cost, in runs: a first job of a configuration against a restarted one, measured
+on the main job (docs/performance.md, "Figures moved from the code"); 0.5 is the low end of the
+measured range, which favours the finer deal when in doubt."""
 
 
 def _runs(keys: Sequence[Hashable]) -> list[tuple[Hashable, int]]:

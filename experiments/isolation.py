@@ -205,8 +205,8 @@ def run_in_process(
 def overlap_for(threads: int | None) -> bool:
     """Whether a job with ``runtime.threads=threads`` (None: all cores) has a core to spare for
     work beside its training step: more than one thread. ``gradlab sweep`` gives parallel jobs
-    one thread each, where worker threads would only compete (measured: two runs at once on 2
-    cores 2.5% slower with them; one run on 2 cores faster, README Performance)."""
+    one thread each, where worker threads would only compete (measured both ways:
+    docs/performance.md, "Figures moved from the code")."""
     from experiments.process import cores
 
     if threads is not None:

@@ -148,7 +148,8 @@ def test_cli_plan_and_unregistered_run(tmp_path):
         "register it first: gradlab study register catch_stress"
     ]
     bad = runner.invoke(app, ["study", "plan", "nope"])
-    assert bad.exit_code == 2 and "unknown study 'nope'; choose one of: catch_stress" in bad.output
+    choices = "choose one of: catch_pseudocode_stress, catch_stress"
+    assert bad.exit_code == 2 and f"unknown study 'nope'; {choices}" in bad.output
     assert not any(tmp_path.iterdir())
 
 

@@ -2,7 +2,7 @@
 
 Before it launches a batch, Hydra's ``BasicSweeper`` composes every job's config once more to
 catch composition errors early (``Sweeper.validate_batch_is_legal``; its own comment: "This can
-be a bit slow for large jobs"). This takes about 0.1 s a job (docs/performance_private.md), and no
+be a bit slow for large jobs"). Its cost per job is measured in docs/performance_private.md, and no
 launcher worker exists yet during it. ``gradlab sweep`` has done that work already, and more:
 :func:`experiments.plan.plan` composes and validates every job (Hydra's composition, then
 gradlab's schema) and stops the sweep before anything is written if one is bad. So
