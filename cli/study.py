@@ -140,22 +140,35 @@ def register(
 
 
 def _sweep(args: list[str]) -> int:
-    """One arm through `gradlab sweep` in a child process; a stop signal is passed on to it."""
-    command = [sys.executable, "-c", "from cli.main import app; app()", "sweep", *args]
-    child = subprocess.Popen(command)
+    """One arm through `gradlab sweep` in a child process of its own process group.
+
+    Every stop signal reaches the child exactly once, through this process: a terminal's Ctrl-C
+    (sent to this process's group, which the child is not in) as much as `kill -INT` or
+    `kill -TERM` to this process alone (the child used to miss those: the arm ran on). Were
+    the child in this process's group, a terminal's Ctrl-C would reach it twice, which it would
+    take as an impatient second signal. If this process dies without passing a signal on, the
+    child gets SIGTERM (PDEATHSIG) and stops cleanly.
+    """
+    return run_child([sys.executable, "-c", "from cli.main import app; app()", "sweep", *args])
+
+
+def run_child(command: list[str]) -> int:
+    """``command`` in a child process of its own process group, every stop signal this process
+    gets passed on to it once (:func:`_sweep`); its exit status."""
+    from experiments.lifetime import die_with_parent
+
+    child = subprocess.Popen(
+        command, process_group=0, preexec_fn=lambda: die_with_parent(signal.SIGTERM)
+    )
     previous = {}
 
     def forward(signum, _frame):
         child.send_signal(signum)
 
-    for signum in (signal.SIGTERM, signal.SIGHUP):
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         previous[signum] = signal.signal(signum, forward)
     try:
-        while True:
-            try:
-                return child.wait()
-            except KeyboardInterrupt:  # the child, in the same process group, got it too
-                continue
+        return child.wait()
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)

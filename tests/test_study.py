@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import signal
+import sys
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -243,3 +248,41 @@ def test_plan_from_a_pilot_folder(tmp_path):
         "6 arms x 70 runs x 10 s (the pilot's median run) / 2 at once = about 0.6 h"
         in result.output
     )
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_study_run_passes_a_stop_signal_to_its_arm_once(tmp_path, sig):
+    # `gradlab study run` runs each arm as a child sweep in its own process group; a signal to
+    # the study's process alone (kill -INT pid) must reach the child, and exactly once (a
+    # second signal would make the sweep kill its jobs at once).
+    from cli.study import run_child
+
+    ready, got = tmp_path / "ready", tmp_path / "got"
+    script = (
+        "import os, signal, sys, time\n"
+        f"def on(signum, frame): open({str(got)!r}, 'a').write(str(signum) + chr(10))\n"
+        "for s in (signal.SIGINT, signal.SIGTERM): signal.signal(s, on)\n"
+        f"open({str(ready)!r}, 'w').write(str(os.getpgrp()))\n"
+        "deadline = time.monotonic() + 20\n"
+        f"while not os.path.exists({str(got)!r}) and time.monotonic() < deadline:\n"
+        "    time.sleep(0.01)\n"
+        "time.sleep(0.3)\n"
+        "sys.exit(130)\n"
+    )
+
+    def send():
+        deadline = time.monotonic() + 20
+        while not ready.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.1)
+        os.kill(os.getpid(), sig)
+
+    before = signal.getsignal(sig)
+    sender = threading.Thread(target=send)
+    sender.start()
+    code = run_child([sys.executable, "-c", script])
+    sender.join()
+    assert code == 130
+    assert got.read_text().split() == [str(int(sig))]  # once
+    assert int(ready.read_text()) != os.getpgrp()  # its own process group
+    assert signal.getsignal(sig) == before  # our handlers put back
