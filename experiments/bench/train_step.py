@@ -131,6 +131,5 @@ def pseudocode_step(
 ) -> float:
     """One optimizer step of the pseudocode's loop; returns the loss."""
     total, grads = pseudocode_gradients(learner, batch, num_samples=num_samples)
-    variables = learner.networks.trainable_variables
-    learner.optimizer.apply_gradients(zip(grads, variables, strict=True))
+    learner.apply_gradients(grads)
     return float(total)

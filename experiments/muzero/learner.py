@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from experiments.errors import ConfigError
 from experiments.gradients import Placement, Variant
 from experiments.muzero.config import MuZeroConfig
 from experiments.muzero.networks import Networks, recurrent_step
@@ -57,7 +58,8 @@ __all__ = ["Learner", "make_optimizer", "step_weights"]
 
 
 class Learner:
-    """Owns the optimizer and the compiled train step of one agent."""
+    """Owns the optimizers (one per learning-rate factor of the variant: one but for the
+    learning-rate controls) and the compiled train step of one agent."""
 
     def __init__(
         self,
@@ -94,6 +96,12 @@ class Learner:
                 factor_of[id(v)] = float(variant.lr_scales.get(name, 1.0))
         factors = sorted({factor_of[id(self._variables[i])] for i in self._applied}, reverse=True)
         factors = factors or [1.0]
+        if len(factors) > 1 and "global_clipnorm" in variant.optimizer_kwargs:
+            # each optimizer would clip over its own variables only: no longer a global norm
+            raise ConfigError(
+                f"variant {variant.name!r} sets global_clipnorm and several learning-rate "
+                "factors; a global norm over several optimizers is not supported"
+            )
         self.optimizers = [make_optimizer(config, variant, f) for f in factors]
         self.optimizer = self.optimizers[0]
         self._by_optimizer = [
@@ -213,9 +221,14 @@ class Learner:
             metrics[f"hidden/norm_depth_{k}"] = tf.reduce_mean(tf.norm(h, axis=-1))
         finite = tf.math.is_finite(metrics["grad/global_norm"]) & tf.math.is_finite(losses["total"])
         metrics["nonfinite"] = 1.0 - tf.cast(finite, tf.float32)
+        self.apply_gradients(grads)
+        return metrics
+
+    def apply_gradients(self, grads: list[tf.Tensor]) -> None:
+        """One update from ``grads`` (one per trainable variable, in ``networks``' order): each
+        optimizer on its variables (a frozen network's are left out)."""
         for optimizer, indices in zip(self.optimizers, self._by_optimizer, strict=True):
             optimizer.apply_gradients([(grads[i], self._variables[i]) for i in indices])
-        return metrics
 
     def _update_packed(self, batch: dict[str, tf.Tensor]) -> tf.Tensor:
         """:meth:`_update_weights` with its metrics stacked into one ``[M]`` float32 tensor (one
