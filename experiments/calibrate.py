@@ -6,7 +6,8 @@ settings (:mod:`experiments.ladder`), each rung one sweep through the project's 
 whose runs are unstable in at least ``rule`` of the seeds. The record of every rung's counts
 (:mod:`experiments.calibration_record`) is written after each rung; the chosen rung becomes a
 regime preset, ``conf/regime/calibrated/TASK.yaml`` (``regime=calibrated/TASK`` in any sweep),
-with a copy beside the record.
+with a copy beside the record. On a base regime other than ``tuned``, ``TASK`` reads
+``TASK_BASE`` here and below (``catch_pseudocode``), so two bases never share a folder or preset.
 
 Layout under ``runtime.results_dir`` (R): the runs of every rung in ``R/TASK/calibration/`` (one
 sweep folder, ablation ``calibration``; each rung's runs differ by their overrides, so

@@ -139,3 +139,25 @@ def test_command_line_errors_are_one_line_with_exit_2(tmp_path):
         assert bad.exit_code == 2, (args, bad.output)
         assert message in bad.output and "Traceback" not in bad.output
         assert len(bad.output.strip().splitlines()) == 1
+
+
+def test_one_informative_folder_uses_fishers_exact_test_and_excluded_runs_are_named(tmp_path):
+    # an arm in one folder only: the exact test gradlab table uses there (2/5 vs 5/5: 0.167),
+    # not the chi-square (which would give 0.0495, bold at 0.05)
+    single = pooled_contrast({"a": Stratum(2, 5, 5, 5)})
+    assert single.pvalue == pytest.approx(stats.fisher_exact([[2, 3], [5, 0]]).pvalue)
+    assert single.pvalue == pytest.approx(1 / 6, rel=1e-9)
+    one = _folder(tmp_path, "one", {"none": (5, 5), "scale_gradient": (2, 5)})
+    two = _folder(tmp_path, "two", {"none": (1, 2)})
+    running = two / "variant=none__seed=99"
+    running.mkdir()
+    (running / "summary.json").write_text(
+        json.dumps({"status": "running", "job": running.name, "ablation": "two",
+                    "overrides": {"variant": "none"}, "group": {"variant": "none"}, "seed": 99,
+                    "task": "catch", "variant": "none", "stability": {}})
+    )  # fmt: skip
+    table, caption = pooled_table([one, two])
+    assert "**scale_gradient**" not in table and "0.17" in table
+    assert "Not runs of the design, left out of k/n: two: 1 running." in caption
+    with pytest.raises(ConfigError, match="is given twice"):
+        pooled_table([one, tmp_path / "one"])

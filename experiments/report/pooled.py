@@ -69,11 +69,12 @@ class PooledContrast:
     Attributes:
       strata: the counts by stratum label.
       statistic: the CMH chi-square (1 degree of freedom), NaN when no stratum is informative.
-      pvalue: its two-sided p.
+      pvalue: its two-sided p (asymptotic); with one informative stratum, Fisher's exact p of
+        that stratum instead (as ``gradlab table`` tests it).
       odds_ratio: the Mantel-Haenszel pooled odds ratio (arm vs baseline).
       odds_ratio_ci: its 95% CI (Robins-Breslow-Greenland).
-      homogeneity_p: the Breslow-Day test of equal odds ratios across the strata (NaN with fewer
-        than two informative strata).
+      homogeneity_p: the Breslow-Day test of equal odds ratios across the strata, with Tarone's
+        adjustment (NaN with fewer than two informative strata).
       left_out: the labels of strata that contributed nothing (an empty arm or no variation).
     """
 
@@ -104,6 +105,11 @@ def pooled_contrast(strata: Mapping[str, Stratum]) -> PooledContrast:
     tables = np.stack([s.table for s in used.values()], axis=2)  # [2, 2, k]
     stratified = StratifiedTable(tables)
     test = stratified.test_null_odds(correction=False)
+    statistic, pvalue = float(test.statistic), float(test.pvalue)
+    if len(used) == 1:  # one stratum: the exact test gradlab table uses, not the chi-square
+        from scipy.stats import fisher_exact
+
+        pvalue = float(fisher_exact(next(iter(used.values())).table).pvalue)
     # A zero cell makes some of these undefined (statsmodels divides by it): NaN, printed as a
     # dash, without numpy's warnings on the terminal.
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -111,11 +117,11 @@ def pooled_contrast(strata: Mapping[str, Stratum]) -> PooledContrast:
         low, high = (float(v) for v in stratified.oddsratio_pooled_confint())
         homogeneity = nan
         if len(used) > 1:
-            homogeneity = float(stratified.test_equal_odds().pvalue)
+            homogeneity = float(stratified.test_equal_odds(adjust=True).pvalue)
     return PooledContrast(
         strata=dict(strata),
-        statistic=float(test.statistic),
-        pvalue=float(test.pvalue),
+        statistic=statistic,
+        pvalue=pvalue,
         odds_ratio=odds,
         odds_ratio_ci=(low, high),
         homogeneity_p=homogeneity,
@@ -190,7 +196,7 @@ def pooled_table(
     from experiments.report.markup import markdown_table
     from experiments.report.render import format_number, format_p
     from experiments.report.results import load_results
-    from experiments.report.tables import METRICS
+    from experiments.report.tables import METRICS, status_note
 
     rates = [name for name, metric in METRICS.items() if metric.rate]
 
@@ -202,10 +208,18 @@ def pooled_table(
         from experiments.errors import unknown_choice
 
         raise unknown_choice("endpoint", endpoint, rates)
-    frames = {}
+    frames, excluded, seen = {}, {}, set()
     for folder in folders:
+        resolved = Path(folder).resolve()
+        if resolved in seen:
+            raise ConfigError(f"folder '{folder}' is given twice; each folder is one stratum")
+        seen.add(resolved)
         results = load_results(folder)
-        frames[_label(results, frames)] = results.averaged
+        label = _label(results, frames)
+        frames[label] = results.averaged
+        note = status_note(results.runs["status"])
+        if note:
+            excluded[label] = note
     check_key(frames, key)
     for label, runs in frames.items():
         if not (runs[key] == baseline).any():
@@ -217,7 +231,7 @@ def pooled_table(
     ]
     adjusted, sizes = adjust([c.pvalue for c in contrasts], ["all"] * len(contrasts))
     header = [key, *frames, "pooled OR [95% CI]", "CMH p_adj", "Breslow-Day p"]
-    rows = []
+    rows, left_out = [], []
     for name in [baseline, *arms]:
         cells = []
         for runs in frames.values():
@@ -230,9 +244,10 @@ def pooled_table(
         c, p_adj = contrasts[i], adjusted[i]
         bold = bool(np.isfinite(p_adj) and p_adj < alpha)
         odds = (
-            f"{format_number(c.odds_ratio)} [{format_number(c.odds_ratio_ci[0])}, "
-            f"{format_number(c.odds_ratio_ci[1])}]"
+            f"{_ratio(c.odds_ratio, format_number)} [{_ratio(c.odds_ratio_ci[0], format_number)}, "
+            f"{_ratio(c.odds_ratio_ci[1], format_number)}]"
         )
+        left_out += [f"{name} in {label}" for label in c.left_out]
         rows.append(
             [
                 f"**{name}**" if bold else name,
@@ -244,18 +259,30 @@ def pooled_table(
         )
     table = markdown_table(header, rows, align=["left"] + ["right"] * (len(header) - 1))
     m = int(sizes.max()) if len(sizes) else 0
+    notes = ""
+    if left_out:
+        notes += f" Adding nothing (all events or none in both arms): {', '.join(left_out)}."
+    if excluded:
+        listed = "; ".join(f"{label}: {note}" for label, note in excluded.items())
+        notes += f" Not runs of the design, left out of k/n: {listed}."
     caption = (
         f"{endpoint}: k of n runs per folder, every completed or diverged run counted. Pooled over "
         f"the {len(frames)} folders, stratified by folder: each {key} against {key}={baseline}; "
         "Mantel-Haenszel odds ratio (below 1: fewer events than the baseline) with its "
-        "Robins-Breslow-Greenland 95% CI; Cochran-Mantel-Haenszel test (no continuity "
-        f"correction), Holm-adjusted over the {m} arms; Breslow-Day test of equal odds ratios "
-        "across the folders (a small p: the effect differs between them). A variant in one folder "
-        "only is tested in that folder alone. A folder where both "
-        "arms are all events or all non-events adds nothing to the test. Exploratory unless a "
-        f"study declared this pooled test. Bold: CMH p_adj < alpha = {alpha:g}, and nothing else."
+        "Robins-Breslow-Greenland 95% CI; Cochran-Mantel-Haenszel test (asymptotic, no "
+        "continuity correction; a variant with one informative folder: Fisher's exact test of "
+        f"that folder, as gradlab table tests it), Holm-adjusted over the {m} arms; Breslow-Day "
+        "test of equal odds ratios across the folders with Tarone's adjustment (a small p: the "
+        "effect differs between them). A folder where both arms are all events or all "
+        f"non-events adds nothing to the test.{notes} Exploratory unless a study declared this "
+        f"pooled test. Bold: CMH p_adj < alpha = {alpha:g}, and nothing else."
     )
     return table, caption
+
+
+def _ratio(value: float, fmt) -> str:
+    """An odds ratio or its bound: ``∞`` for an infinite one, ``fmt`` otherwise."""
+    return "∞" if value == float("inf") else fmt(value)
 
 
 def _label(results, seen) -> str:
