@@ -133,7 +133,7 @@ def test_command_line_errors_are_one_line_with_exit_2(tmp_path):
         ([str(one)], "at least two results folders"),
         ([str(one), str(tmp_path / "nope")], "does not exist"),
         ([str(one), str(two), "-e", "grad_norm_p99"], "unknown endpoint 'grad_norm_p99'"),
-        ([str(one), str(two), "--alpha", "1.5"], "--alpha 1.5 is not valid"),
+        ([str(one), str(two), "--alpha", "1.5"], "alpha=1.5 is out of range"),
     ]:
         bad = runner.invoke(app, ["pool", *args])
         assert bad.exit_code == 2, (args, bad.output)

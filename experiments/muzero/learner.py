@@ -79,22 +79,21 @@ class Learner:
             "prediction": networks.prediction.trainable_variables,
         }
         self._variables = networks.trainable_variables
+        network_of = {id(v): name for name, group in self._groups.items() for v in group}
         # muzero.freeze: these networks' gradients are computed (and logged) but not applied, as
         # an optimizer's var_list leaves variables out.
         self._applied = [
-            i
-            for i, v in enumerate(self._variables)
-            if not any(v is w for name in config.freeze for w in self._groups[name])
+            i for i, v in enumerate(self._variables) if network_of[id(v)] not in config.freeze
         ]
         # One optimizer per distinct learning-rate factor of the variant (x1 for every variant
         # but the learning-rate controls): ``self._by_optimizer[j]`` are the applied variables'
         # indices that optimizer j updates. Adam's and momentum's state is per variable, so this
         # is one optimizer with per-variable learning rates.
-        factor_of = {}
-        for name, group in self._groups.items():
-            for v in group:
-                factor_of[id(v)] = float(variant.lr_scales.get(name, 1.0))
-        factors = sorted({factor_of[id(self._variables[i])] for i in self._applied}, reverse=True)
+        factor_of = {
+            i: float(variant.lr_scales.get(network_of[id(self._variables[i])], 1.0))
+            for i in self._applied
+        }
+        factors = sorted(set(factor_of.values()), reverse=True)
         factors = factors or [1.0]
         if len(factors) > 1 and "global_clipnorm" in variant.optimizer_kwargs:
             # each optimizer would clip over its own variables only: no longer a global norm
@@ -104,9 +103,7 @@ class Learner:
             )
         self.optimizers = [make_optimizer(config, variant, f) for f in factors]
         self.optimizer = self.optimizers[0]
-        self._by_optimizer = [
-            [i for i in self._applied if factor_of[id(self._variables[i])] == f] for f in factors
-        ]
+        self._by_optimizer = [[i for i in self._applied if factor_of[i] == f] for f in factors]
         for optimizer, indices in zip(self.optimizers, self._by_optimizer, strict=True):
             optimizer.build([self._variables[i] for i in indices])
         self._optimizer_start = [v.numpy() for o in self.optimizers for v in o.variables]

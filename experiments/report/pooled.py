@@ -149,13 +149,16 @@ def strata_counts(
     """
     out = {}
     for label, runs in frames.items():
-        values = {}
-        for name in (arm, baseline):
-            x = pd.to_numeric(runs.loc[runs[key] == name, endpoint], errors="coerce").dropna()
-            values[name] = (int((x == 1).sum()), len(x))
-        if values[arm][1] and values[baseline][1]:
-            out[label] = Stratum(*values[arm], *values[baseline])
+        (arm_k, arm_n), (base_k, base_n) = (_count(runs, key, v, endpoint) for v in (arm, baseline))
+        if arm_n and base_n:
+            out[label] = Stratum(arm_k, arm_n, base_k, base_n)
     return out
+
+
+def _count(runs: pd.DataFrame, key: str, value: str, endpoint: str) -> tuple[int, int]:
+    """``(events, runs with a defined endpoint)`` of the runs whose ``key`` is ``value``."""
+    x = pd.to_numeric(runs.loc[runs[key] == value, endpoint], errors="coerce").dropna()
+    return int((x == 1).sum()), len(x)
 
 
 def arms_in(frames: Mapping[str, pd.DataFrame], key: str = "variant") -> list[str]:
@@ -196,12 +199,11 @@ def pooled_table(
     from experiments.report.markup import markdown_table
     from experiments.report.render import format_number, format_p
     from experiments.report.results import load_results
-    from experiments.report.tables import METRICS, status_note
+    from experiments.report.tables import METRICS, check_alpha, status_note
 
     rates = [name for name, metric in METRICS.items() if metric.rate]
 
-    if not 0 < alpha < 1:
-        raise ConfigError(f"--alpha {alpha:g} is not valid; expected a number in (0, 1), e.g. 0.05")
+    alpha = check_alpha(alpha)
     if len(folders) < 2:
         raise ConfigError("a pooled table needs at least two results folders")
     if endpoint not in rates:
@@ -233,10 +235,8 @@ def pooled_table(
     header = [key, *frames, "pooled OR [95% CI]", "CMH p_adj", "Breslow-Day p"]
     rows, left_out = [], []
     for name in [baseline, *arms]:
-        cells = []
-        for runs in frames.values():
-            x = pd.to_numeric(runs.loc[runs[key] == name, endpoint], errors="coerce").dropna()
-            cells.append(f"{int((x == 1).sum())}/{len(x)}" if len(x) else "—")
+        counts = [_count(runs, key, name, endpoint) for runs in frames.values()]
+        cells = [f"{k}/{n}" if n else "—" for k, n in counts]
         if name == baseline:
             rows.append([name, *cells, "base", "base", "base"])
             continue

@@ -59,6 +59,7 @@ __all__ = [
     "DEFAULT_METRICS",
     "METRICS",
     "Metric",
+    "check_alpha",
     "compared_key",
     "summarize",
     "varying_keys",
@@ -148,7 +149,8 @@ def _constants(results: Results) -> dict[str, str]:
     return out
 
 
-def _check_alpha(alpha: float) -> float:
+def check_alpha(alpha: float) -> float:
+    """``alpha`` as a float in (0, 1), or one ConfigError naming it and the range."""
     if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0.0 < alpha < 1.0:
         raise ConfigError(
             f"alpha={alpha!r} is out of range; expected a number in (0, 1), e.g. 0.05"
@@ -309,7 +311,7 @@ def summarize(
     check_choice("statistic", stat, tuple(STATS))
     check_choice("analysis", analysis, ANALYSES)
     check_choice("rate test", rate_test, RATE_TESTS)
-    alpha = _check_alpha(alpha)
+    alpha = check_alpha(alpha)
     runs = results.runs
     if not runs["status"].isin(AVERAGED).any():
         raise ConfigError(
