@@ -45,6 +45,11 @@ def bench(
 
     (e) Start times of `gradlab --help` and `gradlab list`.
 
+    (f) MinAtar, at the preset's sizes (conf/, task=breakout: its batch, unroll, networks, envs
+    and simulations): the compiled train step's samples/s, ms/step and GFLOP/s (conv counted)
+    and the compiled search's simulations/s, timed in the same rounds; --quick trains on a
+    batch of 16.
+
     --quick (tiny repeat counts) takes a fraction of the full bench's time (docs/performance.md
     gives both).
 

@@ -10,6 +10,7 @@ import dataclasses
 import json
 import math
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -21,16 +22,21 @@ from cli.main import app
 from experiments.bench import BenchSettings
 from experiments.bench._timing import Case, interleaved_rates, median
 from experiments.bench.flops import (
+    conv_flops,
     dense_shapes,
     forward_flops,
+    graph_flops,
     graph_matmul_flops,
     train_step_flops,
 )
+from experiments.bench.minatar import RATES as MINATAR_RATES
 from experiments.bench.search import SEARCH_CASES, search_cases
 from experiments.bench.suite import COMPILED_SEARCH_TARGET, BenchReport, Rate
 from experiments.bench.train_step import make_learner, pseudocode_gradients, random_batch
 from experiments.errors import ConfigError
-from experiments.muzero.config import NetworkConfig
+from experiments.gradients import get_placement, make_variant
+from experiments.muzero.config import MuZeroConfig, NetworkConfig
+from experiments.muzero.learner import Learner
 from experiments.muzero.networks import Networks
 
 RATIOS = {
@@ -62,6 +68,7 @@ def test_quick_json_ratios_are_positive_and_match_their_rates(quick):
 
 def test_quick_json_rates_are_medians_of_their_rounds(quick):
     expected = {*(n for pair in RATIOS.values() for n in pair), "run/env_steps", "run/train_steps"}
+    expected |= set(MINATAR_RATES)
     assert set(quick["rates"]) == expected
     for rate in quick["rates"].values():
         assert all(math.isfinite(r) and r > 0 for r in rate["runs"])
@@ -84,6 +91,134 @@ def test_quick_json_flop_count_and_times(quick):
     assert set(quick["timings"]) == {"run/first_steps", "run/projected", "cli/help", "cli/list"}
     for timing in quick["timings"].values():
         assert math.isfinite(timing["seconds"]) and timing["seconds"] > 0
+
+
+def _preset_file_sizes() -> dict:
+    """The MinAtar sizes read straight from the YAML files (no Hydra): conf/muzero/default.yaml
+    with conf/task/minatar.yaml's muzero section over it."""
+    from omegaconf import OmegaConf
+
+    from experiments.hydra_app import CONF_DIR
+
+    default = OmegaConf.load(CONF_DIR / "muzero" / "default.yaml")
+    del default["defaults"]
+    return OmegaConf.to_container(
+        OmegaConf.merge(default, OmegaConf.load(CONF_DIR / "task" / "minatar.yaml").muzero)
+    )
+
+
+def test_quick_json_minatar_rows(quick):
+    sizes, rates, s = quick["minatar"], quick["rates"], quick["settings"]
+    for name in MINATAR_RATES:
+        assert all(math.isfinite(r) and r > 0 for r in rates[name]["runs"]), name
+        assert len(rates[name]["runs"]) == s["repeats"]
+    # The preset's sizes (read from the files here), breakout's board and actions, and the
+    # smaller --quick batch.
+    preset = _preset_file_sizes()
+    net = preset["network"]
+    assert sizes == {
+        "game": "breakout",
+        "observation_shape": [10, 10, 4],
+        "num_actions": 3,
+        "batch_size": 16,
+        "unroll_steps": preset["unroll_steps"],
+        "hidden_size": net["hidden_size"],
+        "width": net["width"],
+        "value_support_size": net["value_support_size"],
+        "reward_support_size": net["reward_support_size"],
+        "search_batch": preset["num_envs"],
+        "num_simulations": preset["num_simulations"],
+        "train_step_flops": sizes["train_step_flops"],
+    }
+    assert s["minatar_batch_size"] == 16
+    # Analytic FLOPs by hand: conv 3x3x4 -> 16 on 8x8 positions, flatten 8*8*16 = 1024 -> width
+    # -> H; dynamics (H + A) -> width -> {H, reward 2S+1}; prediction H -> width -> {A, 2S+1}.
+    B, K, H, W = sizes["batch_size"], sizes["unroll_steps"], sizes["hidden_size"], sizes["width"]
+    value, reward = 2 * sizes["value_support_size"] + 1, 2 * sizes["reward_support_size"] + 1
+    repr_ = 8 * 8 * 3 * 3 * 4 * 16 + 1024 * W + W * H
+    dyn = (H + 3) * W + W * H + W * reward
+    pred = H * W + W * 3 + W * value
+    assert sizes["train_step_flops"] == 3 * B * 2 * (repr_ + K * dyn + (K + 1) * pred)
+    # The derived rows are the train step's rounds in other units.
+    train = rates["minatar/train_compiled"]["runs"]
+    per_sample = sizes["train_step_flops"] / B
+    assert rates["minatar/flops_train_step"]["runs"] == pytest.approx(
+        [r * per_sample / 1e9 for r in train]
+    )
+    assert rates["minatar/train_step_ms"]["runs"] == pytest.approx([1e3 * B / r for r in train])
+    assert rates["minatar/search_compiled"]["unit"] == "simulations/s"
+
+
+def _conv_model() -> keras.Model:
+    inputs = keras.Input((10, 10, 4))
+    return keras.Model(inputs, keras.layers.Conv2D(16, 3)(inputs))
+
+
+def test_conv_flop_counter_by_hand_and_by_tensorflow():
+    model = _conv_model()
+    # 8 x 8 VALID positions, 3 x 3 x 4 weights per filter, 16 filters, multiply + add
+    assert conv_flops(model.layers[-1]) == 2 * 8 * 8 * 3 * 3 * 4 * 16 == 73_728
+    assert forward_flops(model) == 73_728
+    assert graph_flops(model, tf.zeros((7, 10, 10, 4)))["Conv2D"] == 7 * 73_728
+
+
+def _minatar_learner(batch_size: int) -> Learner:
+    config = MuZeroConfig(
+        network=NetworkConfig(hidden_size=8, width=16, value_support_size=3, reward_support_size=2),
+        batch_size=batch_size,
+        unroll_steps=2,
+    )
+    nets = Networks(
+        config.network,
+        observation_size=400,
+        num_actions=3,
+        seed=0,
+        observation_shape=(10, 10, 4),
+    )
+    return Learner(
+        nets, config=config, variant=make_variant("none"), placement=get_placement("pseudocode")
+    )
+
+
+def test_conv_representation_flops_agree_with_tensorflow():
+    nets = _minatar_learner(4).networks
+    dense = 2 * (1024 * 16 + 16 * 8)  # flatten 8*8*16 -> width 16 -> H 8
+    assert forward_flops(nets.representation) == 73_728 + dense
+    counted = graph_flops(nets.representation, tf.zeros((7, 400)))
+    assert (counted["Conv2D"], counted["MatMul"]) == (7 * 73_728, 7 * dense)
+
+
+def test_conv_train_step_flops_agree_with_the_traced_and_the_compiled_step():
+    B, K = 5, 2
+    learner = _minatar_learner(B)
+    nets = learner.networks
+    batch = random_batch(
+        np.random.default_rng(0), batch_size=B, unroll_steps=K, observation_size=400, num_actions=3
+    )
+    tensors = {k: tf.constant(v) for k, v in learner.batch_tensors(batch).items()}
+    analytic = train_step_flops(
+        nets.representation, nets.dynamics, nets.prediction, batch_size=B, unroll_steps=K
+    )
+    conv = 73_728
+    dense = forward_flops(nets.representation) - conv
+    dense += K * forward_flops(nets.dynamics) + (K + 1) * forward_flops(nets.prediction)
+    assert analytic == 3 * B * (conv + dense)
+    counted = graph_flops(learner._update_weights, tensors)
+    # Every Dense layer forward, input gradient and kernel gradient (the first one's input
+    # gradient feeds the conv's kernel gradient); the conv forward once.
+    assert counted["MatMul"] == 3 * B * dense
+    assert counted["Conv2D"] == B * conv
+    # TensorFlow counts the conv's kernel gradient over the 10 x 10 input image, not the 8 x 8
+    # output positions; its input gradient is in the graph but unused (below).
+    assert counted["Conv2DBackpropFilter"] == B * 2 * 10 * 10 * 3 * 3 * 4 * 16
+    # XLA's compiled step keeps two convolutions: the forward and the kernel gradient.
+    hlo = learner._update.experimental_get_compiler_ir(tensors)(stage="optimized_hlo")
+    convolutions = [line for line in hlo.splitlines() if " convolution(" in line]
+    assert len(convolutions) == 2
+    assert sorted(line.split(" = ")[1].split("{")[0] for line in convolutions) == [
+        "f32[4,3,3,16]",
+        f"f32[{B},8,8,16]",
+    ]
 
 
 def _tiny_networks(depth: int) -> Networks:

@@ -11,6 +11,10 @@ Four comparisons, each a ratio of two rates measured in the same rounds (see ``_
   compiled matmul, timed in the same rounds as (a);
 * (d) environment steps/s and training steps/s of a default catch run (``end_to_end``), with the
   projected time of the whole run; and the start time of ``gradlab --help`` / ``gradlab list``.
+
+And rates without a ratio: at the MinAtar preset's sizes, the compiled train step (samples/s,
+ms/step, GFLOP/s with the conv counted) and the compiled search (simulations/s), timed in the
+same rounds (``minatar``).
 """
 
 from __future__ import annotations
@@ -62,6 +66,9 @@ class BenchSettings:
       run_skip: its first steps, excluded from the rates.
       run_unroll_steps: K of that run, ``None`` for the default (``--quick`` shortens nothing
         else of it).
+      minatar_batch_size: B of the MinAtar train step, ``None`` for the preset's.
+      minatar_train_calls: MinAtar train steps per timed block.
+      minatar_search_calls: MinAtar searches (self-play moves) per timed block.
       repeats: timed rounds per comparison (medians are reported).
       cli_repeats: runs of each ``gradlab`` start-time command (best is reported).
       seed: seeds networks, batches, boards and the run.
@@ -82,6 +89,9 @@ class BenchSettings:
     run_steps: int = 1500
     run_skip: int = 10
     run_unroll_steps: int | None = None
+    minatar_batch_size: int | None = None
+    minatar_train_calls: int = 20
+    minatar_search_calls: int = 50
     repeats: int = 5
     cli_repeats: int = 3
     seed: int = 0
@@ -89,7 +99,7 @@ class BenchSettings:
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
-            if field.name == "run_unroll_steps" and value is None:
+            if field.name in ("run_unroll_steps", "minatar_batch_size") and value is None:
                 continue
             minimum = 0 if field.name == "seed" else 1
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
@@ -126,6 +136,9 @@ class BenchSettings:
             run_steps=6,
             run_skip=2,
             run_unroll_steps=2,
+            minatar_batch_size=16,
+            minatar_train_calls=2,
+            minatar_search_calls=2,
             repeats=1,
             cli_repeats=1,
         )
@@ -183,7 +196,8 @@ class Timing:
 
 @dataclasses.dataclass(frozen=True)
 class BenchReport:
-    """Everything ``gradlab bench`` prints."""
+    """Everything ``gradlab bench`` prints (``minatar``: the sizes of the MinAtar rows, a
+    ``minatar.MinAtarSizes``)."""
 
     settings: BenchSettings
     rates: dict[str, Rate]
@@ -191,6 +205,7 @@ class BenchReport:
     timings: list[Timing]
     device: str
     train_step_flops: int
+    minatar: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (ratios and timings with their ``met`` flags)."""
@@ -198,6 +213,7 @@ class BenchReport:
             "device": self.device,
             "settings": dataclasses.asdict(self.settings),
             "train_step_flops": self.train_step_flops,
+            "minatar": None if self.minatar is None else dataclasses.asdict(self.minatar),
             "rates": {
                 name: {**dataclasses.asdict(rate), "met": rate.met}
                 for name, rate in self.rates.items()
@@ -221,7 +237,7 @@ def run_bench(
     import numpy as np
     import tensorflow as tf
 
-    from experiments.bench import end_to_end, flops, search, train_step
+    from experiments.bench import end_to_end, flops, minatar, search, train_step
     from experiments.bench._timing import Case, interleaved_rates, median
     from experiments.tasks import TaskConfig, make_env
 
@@ -361,6 +377,10 @@ def run_bench(
         "run/train_steps", run.train_steps_per_s, "steps/s", (run.train_steps_per_s,), window
     )
 
+    progress("minatar: compiled train step and compiled search at the preset's sizes")
+    minatar_rates, minatar_sizes = minatar.minatar_rates(s)
+    rates.update(minatar_rates)
+
     progress("gradlab start time")
     timings = [
         Timing(
@@ -412,4 +432,4 @@ def run_bench(
     ]
     devices = tf.config.list_physical_devices("GPU")
     device = devices[0].name if devices else f"CPU ({cores()} cores)"
-    return BenchReport(s, rates, ratios, timings, device, step_flops)
+    return BenchReport(s, rates, ratios, timings, device, step_flops, minatar_sizes)
