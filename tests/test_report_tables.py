@@ -176,13 +176,16 @@ def test_failed_counts_a_stable_run_that_never_reached_the_threshold(tmp_path):
     assert (row["unstable_k"], row["unstable_n"]) == (1, 3)
 
 
-def test_failed_is_undefined_without_a_threshold(tmp_path):
+def test_failed_without_a_threshold_is_unstable(tmp_path):
     _job(tmp_path, "a", status="completed", group={}, seed=0, threshold=None,
          stability={"unstable": 0, "reached_threshold": 0})  # fmt: skip
     _job(tmp_path, "b", status="completed", group={}, seed=1, threshold=None,
          stability={"unstable": 1, "reached_threshold": 0})  # fmt: skip
+    _job(tmp_path, "c", status="completed", group={}, seed=2, threshold=None,
+         stability={"unstable": None, "reached_threshold": 0})  # fmt: skip
     failed = load_results(tmp_path).runs["failed"].tolist()
-    assert math.isnan(failed[0]) and failed[1] == 1.0  # unstable fails whatever the threshold
+    # nothing to reach: a stable run has not failed, an unstable one has, an unknown one is NaN
+    assert failed[:2] == [0.0, 1.0] and math.isnan(failed[2])
 
 
 def test_fisher_holm_and_bold_by_hand(stress):

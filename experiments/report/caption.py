@@ -52,9 +52,10 @@ def _cells(table: pd.DataFrame, where: str) -> list[str]:
     parts = []
     for name in a["metrics"]:
         if METRICS[name].rate:
-            parts.append(
-                f"{METRICS[name].label}: {_RATE_MEANING[name].format(threshold=threshold)}."
-            )
+            meaning = _RATE_MEANING[name].format(threshold=threshold)
+            if name == "failed" and a.get("no_threshold"):
+                meaning = "unstable (the task has no return threshold)"
+            parts.append(f"{METRICS[name].label}: {meaning}.")
     if "rate" in kinds:
         parts.append(f"Rates: k of n runs, exact Clopper–Pearson {level} CI {where}.")
     if "time" in kinds:

@@ -213,13 +213,17 @@ def load_results(path: str | Path) -> Results:
 
 
 def _failed(runs: pd.DataFrame) -> np.ndarray:
-    """1 if unstable or the threshold was never reached; 0 if stable and reached; else NaN."""
+    """1 if unstable or the threshold was never reached; 0 if stable and reached; else NaN.
+
+    A run of a task without a threshold (MinAtar) fails iff it is unstable: the second clause has
+    nothing to test there (docs/studies.md, Study 3)."""
     unstable = runs["unstable"].to_numpy(dtype=float)
     reached = pd.to_numeric(runs["reached_threshold"], errors="coerce").to_numpy(dtype=float)
     has_threshold = runs["threshold"].notna().to_numpy()
     never = has_threshold & (reached == 0)
     failed = np.full(len(runs), np.nan)
-    failed[(unstable == 0) & has_threshold & (reached == 1)] = 0.0
+    failed[(unstable == 0) & (reached == 1) & has_threshold] = 0.0
+    failed[(unstable == 0) & ~has_threshold] = 0.0
     failed[(unstable == 1) | never] = 1.0
     return failed
 

@@ -296,7 +296,8 @@ def summarize(
       ``group_keys``, ``shown_keys``, ``constants``, ``compared_key``, ``strata_keys``,
       ``confidence``, ``alpha``, ``analysis``, ``rate_test``, ``m`` (metric -> stratum label ->
       the exploratory family's size), ``confirmatory`` (``[{"group", "metric"}]``),
-      ``diverged_return`` (task -> the value used), ``excluded``, ``threshold``.
+      ``diverged_return`` (task -> the value used), ``excluded``, ``threshold`` (the one
+      threshold of the runs, else None), ``no_threshold`` (no run has one: failed = unstable).
 
     Raises:
       ConfigError: an unknown metric, statistic, analysis, test, baseline or confirmatory
@@ -404,5 +405,6 @@ def summarize(
         diverged_return=declared,
         excluded=status_note(runs["status"]),
         threshold=float(thresholds[0]) if len(thresholds) == 1 else None,
+        no_threshold=len(thresholds) == 0,
     )
     return table
