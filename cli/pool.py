@@ -26,6 +26,14 @@ def pool(
     alpha: Annotated[
         float, typer.Option("--alpha", help="Bold where the pooled CMH p_adj is below this.")
     ] = 0.05,
+    primary: Annotated[
+        str | None,
+        typer.Option(
+            "--primary",
+            help="The arm whose pooled contrast was declared before the runs: tested alone "
+            "(m = 1), marked *; Holm over the others.",
+        ),
+    ] = None,
 ) -> None:
     """One table across folders: per folder each variant's k/n on a rate endpoint, then each
     variant against the baseline pooled over the folders, stratified by folder
@@ -37,10 +45,15 @@ def pool(
       gradlab pool results/findings/study_catch_stress results/findings/study_catch_pseudo*
 
       gradlab pool results/catch/hidden_scale results/cartpole/hidden_scale -e unstable
+
+      gradlab pool results/findings/study_cartpole_stress results/findings/study_breakout_stress
+      --primary scale_gradient
     """
     from experiments.report.pooled import pooled_table
 
-    table, caption = pooled_table(folders, endpoint=endpoint, baseline=baseline, alpha=alpha)
+    table, caption = pooled_table(
+        folders, endpoint=endpoint, baseline=baseline, alpha=alpha, primary=primary
+    )
     typer.echo(table)
     typer.echo("")
     typer.echo(caption)

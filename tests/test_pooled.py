@@ -9,6 +9,7 @@ from scipy import stats
 
 from experiments.errors import ConfigError
 from experiments.report.pooled import Stratum, pooled_contrast, pooled_table, strata_counts
+from experiments.report.render import format_p
 
 # Two strata, arm vs baseline events: 2/10 vs 6/10 and 1/8 vs 5/8.
 STRATA = {"a": Stratum(2, 10, 6, 10), "b": Stratum(1, 8, 5, 8)}
@@ -105,6 +106,25 @@ def test_table_from_summary_files(tmp_path):
     assert "0.128" in row["**scale_gradient**"]
     assert "maxnorm" in row and "**maxnorm**" not in row
     assert "Holm-adjusted over the 2 arms" in caption and "Breslow-Day" in caption
+
+
+def test_declared_primary_is_tested_alone_and_marked(tmp_path):
+    one = _folder(tmp_path, "one", {"none": (6, 10), "scale_gradient": (2, 10), "maxnorm": (5, 10)})
+    two = _folder(tmp_path, "two", {"none": (5, 8), "scale_gradient": (1, 8), "maxnorm": (5, 8)})
+    table, caption = pooled_table([one, two], endpoint="failed", primary="scale_gradient")
+    row = {
+        line.split("|")[1].strip(): [c.strip() for c in line.split("|")[1:-1]]
+        for line in table.splitlines()[2:]
+    }
+    # m = 1: the CMH p of test_cmh_and_mantel_haenszel_by_hand's strata unadjusted (0.0078)
+    assert row["**scale_gradient**"][4] == "0.0078*"
+    # maxnorm alone in the other family: Holm over 1 leaves its CMH p as it is
+    p_maxnorm = pooled_contrast({"one": Stratum(5, 10, 6, 10), "two": Stratum(5, 8, 5, 8)}).pvalue
+    assert row["maxnorm"][4] == format_p(p_maxnorm, alpha=0.05)
+    assert "Holm-adjusted over the 1 arms other than scale_gradient" in caption
+    assert "tested alone (m = 1)" in caption
+    with pytest.raises(ConfigError, match="unknown primary arm 'lr_scale'"):
+        pooled_table([one, two], primary="lr_scale")
 
 
 def test_bad_input_is_one_line(tmp_path):

@@ -186,14 +186,18 @@ def pooled_table(
     baseline: str = "none",
     alpha: float = 0.05,
     key: str = "variant",
+    primary: str | None = None,
 ) -> tuple[str, str]:
     """The Markdown table and its caption: a row per arm, per folder its ``k/n``, then each arm's
     contrast with ``baseline`` pooled over the folders (MH odds ratio [95% CI], CMH p Holm-adjusted
     over the arms, Breslow-Day p). Bold: the pooled p_adj < alpha, and nothing else.
 
+    ``primary``: the arm whose pooled contrast was declared before the runs (a study's pooled
+    test): tested alone (m = 1, its p unadjusted) and marked ``*``; Holm over the other arms.
+
     Raises:
       ConfigError: fewer than two folders, an endpoint that is not a rate, a folder without the
-        compared key or without the baseline.
+        compared key or without the baseline, a primary arm that no folder has.
     """
     from experiments.report.contrasts import adjust
     from experiments.report.markup import markdown_table
@@ -227,11 +231,16 @@ def pooled_table(
         if not (runs[key] == baseline).any():
             raise ConfigError(f"folder {label!r} has no run of the baseline {key}={baseline}")
     arms = [a for a in arms_in(frames, key) if a != baseline]
+    if primary is not None and primary not in arms:
+        from experiments.errors import unknown_choice
+
+        raise unknown_choice("primary arm", primary, arms)
     contrasts = [
         pooled_contrast(strata_counts(frames, endpoint=endpoint, arm=a, baseline=baseline, key=key))
         for a in arms
     ]
-    adjusted, sizes = adjust([c.pvalue for c in contrasts], ["all"] * len(contrasts))
+    families = ["primary" if a == primary else "all" for a in arms]
+    adjusted, sizes = adjust([c.pvalue for c in contrasts], families)
     header = [key, *frames, "pooled OR [95% CI]", "CMH p_adj", "Breslow-Day p"]
     rows, left_out = [], []
     for name in [baseline, *arms]:
@@ -253,29 +262,38 @@ def pooled_table(
                 f"**{name}**" if bold else name,
                 *cells,
                 odds,
-                format_p(p_adj, alpha=alpha),
+                format_p(p_adj, alpha=alpha) + ("*" if name == primary else ""),
                 format_p(c.homogeneity_p),
             ]
         )
     table = markdown_table(header, rows, align=["left"] + ["right"] * (len(header) - 1))
-    m = int(sizes.max()) if len(sizes) else 0
+    others = [size for size, family in zip(sizes, families, strict=True) if family == "all"]
+    m = int(max(others)) if others else 0
     notes = ""
     if left_out:
         notes += f" Adding nothing (all events or none in both arms): {', '.join(left_out)}."
     if excluded:
         listed = "; ".join(f"{label}: {note}" for label, note in excluded.items())
         notes += f" Not runs of the design, left out of k/n: {listed}."
+    declared = "" if primary is None else f" other than {primary}"
+    status = (
+        "Exploratory unless a study declared this pooled test."
+        if primary is None
+        else f"*: {key}={primary}, the pooled contrast declared before the runs, tested alone "
+        "(m = 1); every other row is exploratory."
+    )
     caption = (
         f"{endpoint}: k of n runs per folder, every completed or diverged run counted. Pooled over "
         f"the {len(frames)} folders, stratified by folder: each {key} against {key}={baseline}; "
         "Mantel-Haenszel odds ratio (below 1: fewer events than the baseline) with its "
         "Robins-Breslow-Greenland 95% CI; Cochran-Mantel-Haenszel test (asymptotic, no "
         "continuity correction; a variant with one informative folder: Fisher's exact test of "
-        f"that folder, as gradlab table tests it), Holm-adjusted over the {m} arms; Breslow-Day "
+        f"that folder, as gradlab table tests it), Holm-adjusted over the {m} arms{declared}; "
+        "Breslow-Day "
         "test of equal odds ratios across the folders with Tarone's adjustment (a small p: the "
         "effect differs between them). A folder where both arms are all events or all "
-        f"non-events adds nothing to the test.{notes} Exploratory unless a study declared this "
-        f"pooled test. Bold: CMH p_adj < alpha = {alpha:g}, and nothing else."
+        f"non-events adds nothing to the test.{notes} {status} Bold: CMH p_adj < alpha = "
+        f"{alpha:g}, and nothing else."
     )
     return table, caption
 
