@@ -7,14 +7,18 @@
 Each arm is one run of ``variant=none`` on a MinAtar game (``task=breakout``, seed 0, the tree's
 own ``conf`` composed by Hydra: its preset's settings, whatever they are) in a fresh interpreter
 with ``PYTHONPATH`` at its tree, as one job of ``gradlab sweep`` on 2 cores runs it: one
-TensorFlow thread, no work on worker threads (``overlap=False``). The run's clock starts before
-the networks are built, so compilation and warm-up self-play count. A run stops at ``--frames``
+TensorFlow thread, no work on worker threads (``overlap=False``), op determinism on, and the
+sweep's persistent XLA cache (``runtime.xla_cache``), so that from an arm's second run on its
+programs load instead of compiling, as for every job but a sweep's first. The run's clock starts
+before the networks are built, so building, compilation and warm-up self-play count; the steady
+rate (frames/s from the first training step to the end) leaves them out. A run stops at ``--frames``
 environment frames (the preset's whole run by default: both presets' runs are 160,000 frames),
 and each arm reports seconds, frames, frames/s and its evaluations' returns.
 
-The arms alternate (before, now, then now, before, ...), so a drift of the machine's speed falls
-on both; the medians of each arm's frames/s and their ratio are printed. Time it on an idle
-machine only: nothing else running on its cores.
+Each arm first runs :data:`WARM_FRAMES` frames untimed, so both arms' timed runs load their
+programs from the cache alike. The arms then alternate (before, now, then now, before, ...), so
+a drift of the machine's speed falls on both; the medians of each arm's frames/s and their ratio
+are printed. Time it on an idle machine only: nothing else running on its cores.
 """
 
 from __future__ import annotations
@@ -28,6 +32,9 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[1]
+WARM_FRAMES = 9000
+"""Each arm's untimed first run: past the first evaluation (8000 frames in both presets), so every
+program of the run (train step, self-play and evaluation searches) is in the XLA cache."""
 
 # Runs unchanged in both trees: their Hydra config, schema and train() share these names.
 _SNIPPET = """
@@ -43,19 +50,25 @@ with initialize_config_module(config_module="conf", version_base=None):
     overrides = ["logger=none", f"task={game}", f"seed={seed}"]
     cfg = to_run_config(compose("config", overrides=overrides))
 process.limit_threads(1)
+process.use_xla_cache(cfg.runtime.xla_cache or None)
 process.quiet_tensorflow()
+process.seed_everything(seed, deterministic=cfg.runtime.deterministic)
 from experiments.muzero.train import train
 variant, placement = cfg.variant.build()
 clock = time.perf_counter()
-returns, seen = [], 0
+returns, seen, first = [], 0, None
 for row in train(cfg.muzero, cfg.task, variant, placement, seed=seed, overlap=False):
     seen = int(row["env/steps"])
+    if first is None:
+        first = (time.perf_counter(), seen)
     if "eval/return" in row:
         returns.append([seen, row["eval/return"]])
     if frames and seen >= frames:
         break
-print(json.dumps({"seconds": time.perf_counter() - clock, "frames": seen, "returns": returns,
-                  "steps": int(row["step"]), "start_s": clock - start}))
+end = time.perf_counter()
+print(json.dumps({"seconds": end - clock, "frames": seen, "returns": returns,
+                  "steps": int(row["step"]), "start_s": clock - start,
+                  "steady_frames_per_s": (seen - first[1]) / (end - first[0])}))
 """
 
 
@@ -89,6 +102,8 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"{args.before} is not a gradlab tree (no experiments/ folder)")
     arms = {"before": args.before.resolve(), "now": HERE}
     results: dict[str, list[dict]] = {name: [] for name in arms}
+    for name in arms:  # not timed: fills the XLA cache with both arms' programs
+        run(arms[name], game=args.game, seed=args.seed, frames=WARM_FRAMES)
     for r in range(args.rounds):
         order = list(arms) if r % 2 == 0 else list(reversed(arms))
         for name in order:
@@ -101,11 +116,18 @@ def main(argv: list[str] | None = None) -> None:
                 f"last evaluation {last:.2f}",
                 flush=True,
             )
-    medians = {n: statistics.median(x["frames_per_s"] for x in results[n]) for n in arms}
+
+    def median(name: str, key: str) -> float:
+        return statistics.median(x[key] for x in results[name])
+
     for name in arms:
-        seconds = statistics.median(x["seconds"] for x in results[name])
-        print(f"{name:6s}: median {medians[name]:.0f} frames/s, {seconds:.1f} s per run")
-    print(f"now / before: {medians['now'] / medians['before']:.2f}x frames/s")
+        print(
+            f"{name:6s}: median {median(name, 'frames_per_s'):.0f} frames/s whole run "
+            f"({median(name, 'seconds'):.1f} s), {median(name, 'steady_frames_per_s'):.0f} "
+            "frames/s steady"
+        )
+    for key, what in (("frames_per_s", "whole run"), ("steady_frames_per_s", "steady")):
+        print(f"now / before, {what}: {median('now', key) / median('before', key):.2f}x frames/s")
     print(json.dumps(results))
 
 

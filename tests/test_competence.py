@@ -1,0 +1,60 @@
+"""benchmarks/competence.py: the baseline's MinAtar returns against random play and published
+agents, read from committed run folders."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from experiments.tasks.published import PUBLISHED
+from experiments.tasks.registry import task_facts
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "benchmarks" / "competence.py"
+CANDIDATE = ROOT / "results" / "findings" / "minatar_preset" / "candidate" / "learning"
+
+
+@pytest.fixture(scope="module")
+def competence():
+    spec = importlib.util.spec_from_file_location("competence", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop(spec.name, None)
+
+
+def test_committed_breakout_runs_by_hand(competence):
+    runs = competence.baseline_runs([CANDIDATE])
+    assert len(runs) == 1
+    (breakout,) = runs
+    assert breakout.game == "breakout"
+    # 10000 updates, 32 games moving every 2 updates: 10000 / 2 * 32
+    assert breakout.frames == 160_000
+    # the two summaries' final returns (seeds 0 and 1), and their mean by hand
+    assert breakout.final_returns == (7.6875, 7.15625)
+    assert breakout.mean == pytest.approx((7.6875 + 7.15625) / 2)
+
+
+def test_table_prints_frames_random_and_published(competence):
+    text = competence.table(competence.baseline_runs([CANDIDATE]))
+    row = text.splitlines()[2]
+    assert row.startswith("| breakout | 160,000 | 2 | 7.69, 7.16 | 7.42 |")
+    assert f"| {task_facts('breakout').random_return:.2f} |" in row
+    assert "~10 at 5M" in row and "~9.1 at 1M" in row  # DQN, with its frames
+    assert "~17.2 at 5M" in row  # AC(0.8)
+
+
+def test_published_values_carry_frames():
+    for game, values in PUBLISHED.items():
+        task_facts(game)  # a registered MinAtar game
+        assert {p.algorithm for p in values} == {"DQN", "AC(0.8)"}
+        assert all(p.frames in (1_000_000, 5_000_000) and p.value > 0 for p in values)
+
+
+def test_no_runs_is_one_line(competence, tmp_path):
+    with pytest.raises(SystemExit, match="no finished variant=none MinAtar runs"):
+        competence.main([str(tmp_path)])
