@@ -9,6 +9,8 @@ learned* = never reached the task's threshold (``None`` for a task without one).
 from __future__ import annotations
 
 import dataclasses
+import math
+import statistics
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
@@ -44,6 +46,9 @@ class RungCounts:
       collapsed: collapsed and not diverged (so ``unstable = diverged + collapsed``).
       never_learned: never reached the threshold; ``None`` for a task without one.
       undetermined: finished runs without a collapse verdict (no evaluation) that did not diverge.
+      grad_norm_median: the median over the finished runs of each run's median global gradient
+        norm (``stability.grad_norm_median``): Study 1's rule for a clip arm's threshold, derived
+        from the baseline alone (docs/studies.md); ``None`` where no run has one.
     """
 
     runs: int
@@ -53,6 +58,7 @@ class RungCounts:
     collapsed: int
     never_learned: int | None
     undetermined: int
+    grad_norm_median: float | None = None
 
 
 def count_rung(summaries: Sequence[Summary | None], *, has_threshold: bool) -> RungCounts:
@@ -63,6 +69,8 @@ def count_rung(summaries: Sequence[Summary | None], *, has_threshold: bool) -> R
     collapsed = sum(1 for v in stability if v.get("diverged") != 1 and v.get("collapsed") == 1)
     undetermined = sum(1 for v in stability if v.get("diverged") != 1 and v.get("unstable") is None)
     never = sum(1 for v in stability if v.get("reached_threshold") != 1)
+    norms = [v.get("grad_norm_median") for v in stability]
+    norms = [float(x) for x in norms if x is not None and math.isfinite(float(x))]
     return RungCounts(
         runs=len(summaries),
         finished=len(done),
@@ -71,6 +79,7 @@ def count_rung(summaries: Sequence[Summary | None], *, has_threshold: bool) -> R
         collapsed=collapsed,
         never_learned=never if has_threshold else None,
         undetermined=undetermined,
+        grad_norm_median=float(statistics.median(norms)) if norms else None,
     )
 
 
@@ -110,6 +119,10 @@ def preset_text(
     return "\n".join(lines) + "\n" + body
 
 
+def _norm(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4g}"
+
+
 def _cell(value: Any) -> str:
     return "n/a" if value is None else str(value)
 
@@ -125,8 +138,9 @@ def record_markdown(record: Mapping[str, Any]) -> str:
         f"in at least {record['rule']:g} of the seeds. Each rung keeps the settings of the rungs "
         "before it.",
         "",
-        "| rung | settings | unstable | diverged | collapsed | never learned | finished |",
-        "|---|---|--:|--:|--:|--:|--:|",
+        "| rung | settings | unstable | diverged | collapsed | never learned | finished "
+        "| median grad norm |",
+        "|---|---|--:|--:|--:|--:|--:|--:|",
     ]
     for i, rung in enumerate(record["rungs"], 1):
         c = rung["counts"]
@@ -135,9 +149,16 @@ def record_markdown(record: Mapping[str, Any]) -> str:
         lines.append(
             f"| {i} {rung['name']} | {settings} | {mark}{c['unstable']}/{c['runs']}{mark} | "
             f"{c['diverged']} | {c['collapsed']} | {_cell(c['never_learned'])} | "
-            f"{c['finished']}/{c['runs']} |"
+            f"{c['finished']}/{c['runs']} | {_norm(c.get('grad_norm_median'))} |"
         )
-    lines += ["", _outcome(record), ""]
+    lines += [
+        "",
+        "Median grad norm: the median over the rung's runs of each run's median global gradient "
+        "norm, a clip arm's threshold by Study 1's rule (docs/studies.md).",
+        "",
+        _outcome(record),
+        "",
+    ]
     if record.get("extra_overrides"):
         lines += [f"Every run also had: `{' '.join(record['extra_overrides'])}`.", ""]
     lines += ["Command:", "", "```bash", record["command"], "```", ""]

@@ -204,6 +204,15 @@ def test_counts_by_hand():
     assert count_rung(summaries, has_threshold=False).never_learned is None
 
 
+def test_grad_norm_median_is_the_median_of_the_runs_medians():
+    summaries = [_summary(), _summary("diverged", diverged=1), _summary(), _summary(), None]
+    for s, norm in zip(summaries, [0.5, 9.0, 0.7, float("nan")], strict=False):
+        s.stability["grad_norm_median"] = norm
+    # finished runs with a finite value: 0.5, 9.0, 0.7 -> median 0.7 (the NaN run left out)
+    assert count_rung(summaries, has_threshold=True).grad_norm_median == 0.7
+    assert count_rung([_summary()], has_threshold=True).grad_norm_median is None
+
+
 def test_rule_is_exact_at_the_boundary():
     def counts(unstable, runs=10):
         return RungCounts(runs, runs, unstable, unstable, 0, None, 0)
