@@ -3,7 +3,9 @@
     python benchmarks/competence.py results/findings/minatar_preset/candidate/learning
 
 Reads every finished ``variant=none`` MinAtar run of the given results folders (``summary.json``
-and ``config.yaml`` of each job) and prints one markdown row per game: the runs, the frames they
+and ``config.yaml`` of each job) and prints one markdown row per game and setting (a calibration
+rung's runs are a row of their own, their unroll, normalisation and learning rate printed with
+them; give it the folder of the preset's runs for the baseline's row): the runs, the frames they
 trained on (``training_steps / selfplay_interval * num_envs``: the budget's self-play frames,
 warm-up left out), the final return (mean of the final window, greedy evaluation) per run and
 their mean, the uniformly random policy's return (measured: ``experiments/tasks/registry.py``,
@@ -30,10 +32,11 @@ FINISHED = ("completed", "diverged")
 
 @dataclasses.dataclass(frozen=True)
 class GameRuns:
-    """The baseline's finished runs of one game at one budget."""
+    """The baseline's finished runs of one game at one budget and setting."""
 
     game: str
     frames: int
+    setting: str
     final_returns: tuple[float, ...]
 
     @property
@@ -53,20 +56,22 @@ def baseline_runs(folders: list[Path]) -> list[GameRuns]:
             if config.variant.name != "none":
                 continue
             m = config.muzero
-            frames = m.training_steps // m.selfplay_interval * m.num_envs
+            # self-play moves at updates 1, 1 + interval, ...: ceil(steps / interval) moves
+            frames = -(-m.training_steps // m.selfplay_interval) * m.num_envs
             value = (summary.get("stability") or {}).get("final_return")
             if summary["status"] == "diverged" or value is None:
                 value = task_facts(config.task.id).random_return  # as the tables count them
-            found.setdefault((config.task.id, frames), []).append(float(value))
-    return [GameRuns(game, frames, tuple(v)) for (game, frames), v in sorted(found.items())]
+            setting = f"K={m.unroll_steps}, {m.network.normalisation}, lr {m.learning_rate:g}"
+            found.setdefault((config.task.id, frames, setting), []).append(float(value))
+    return [GameRuns(*key, tuple(v)) for key, v in sorted(found.items())]
 
 
 def table(runs: list[GameRuns]) -> str:
     """The markdown table of :func:`baseline_runs`' games."""
     lines = [
-        "| game | gradlab `none`: frames | runs | final return per run | mean | random policy "
-        "| DQN (published) | AC(0.8) (published) |",
-        "|---|--:|--:|---|--:|--:|---|---|",
+        "| game | gradlab `none`: frames | setting | runs | final return per run | mean "
+        "| random policy | DQN (published) | AC(0.8) (published) |",
+        "|---|--:|---|--:|---|--:|--:|---|---|",
     ]
     for game in runs:
         facts = task_facts(game.game)
@@ -78,7 +83,8 @@ def table(runs: list[GameRuns]) -> str:
 
         per_run = ", ".join(f"{v:.2f}" for v in game.final_returns)
         lines.append(
-            f"| {game.game} | {game.frames:,} | {len(game.final_returns)} | {per_run} "
+            f"| {game.game} | {game.frames:,} | {game.setting} | {len(game.final_returns)} "
+            f"| {per_run} "
             f"| {game.mean:.2f} | {facts.random_return:.2f} | {cell('DQN')} | {cell('AC(0.8)')} |"
         )
     return "\n".join(lines)

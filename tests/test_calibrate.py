@@ -5,6 +5,7 @@ and the command (cli/calibrate.py) on the stand-in job. The real calibration is 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import pathlib
 
@@ -21,6 +22,7 @@ from experiments.calibration_record import (
     count_rung,
     meets_rule,
     preset_text,
+    record_markdown,
 )
 from experiments.config import to_run_config
 from experiments.errors import ConfigError
@@ -211,6 +213,35 @@ def test_grad_norm_median_is_the_median_of_the_runs_medians():
     # finished runs with a finite value: 0.5, 9.0, 0.7 -> median 0.7 (the NaN run left out)
     assert count_rung(summaries, has_threshold=True).grad_norm_median == 0.7
     assert count_rung([_summary()], has_threshold=True).grad_norm_median is None
+
+
+@pytest.mark.parametrize(
+    ("folder", "threshold", "unstable"),
+    [
+        # Study 1's clip threshold, 0.602 (docs/studies.md), from the stress calibration's runs
+        ("results/findings/calibration/catch_stress/learning", 0.6024, 6),
+        # Study 2's, 0.3997 (conf/study/catch_pseudocode_stress.yaml)
+        ("results/findings/catch_pseudocode/calibration", 0.3997, 8),
+    ],
+)
+def test_committed_calibrations_give_the_studies_clip_thresholds(folder, threshold, unstable):
+    root = pathlib.Path(__file__).resolve().parents[1] / folder
+    jobs = sorted(p for p in root.iterdir() if (p / "summary.json").exists())
+    counts = count_rung([store.read_summary(j) for j in jobs], has_threshold=True)
+    assert (counts.runs, counts.unstable) == (10, unstable)
+    assert counts.grad_norm_median == pytest.approx(threshold, abs=5e-5)
+
+
+def test_record_markdown_shows_the_median_grad_norm():
+    counts = RungCounts(10, 10, 4, 4, 0, None, 0, grad_norm_median=0.60235)
+    record = {
+        "task": "t", "ladder": "l", "base_regime": "tuned", "seeds": [100, 109], "rule": 0.4,
+        "status": "exhausted", "command": "gradlab calibrate task=t", "extra_overrides": [],
+        "rungs": [{"name": "r", "settings": {"a": 1}, "counts": dataclasses.asdict(counts)}],
+    }  # fmt: skip
+    text = record_markdown(record)
+    assert "| median grad norm |" in text
+    assert "| 10/10 | 0.6024 |" in text  # finished, then 4 significant figures
 
 
 def test_rule_is_exact_at_the_boundary():

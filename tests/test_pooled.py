@@ -109,20 +109,46 @@ def test_table_from_summary_files(tmp_path):
 
 
 def test_declared_primary_is_tested_alone_and_marked(tmp_path):
-    one = _folder(tmp_path, "one", {"none": (6, 10), "scale_gradient": (2, 10), "maxnorm": (5, 10)})
-    two = _folder(tmp_path, "two", {"none": (5, 8), "scale_gradient": (1, 8), "maxnorm": (5, 8)})
-    table, caption = pooled_table([one, two], endpoint="failed", primary="scale_gradient")
-    row = {
-        line.split("|")[1].strip(): [c.strip() for c in line.split("|")[1:-1]]
-        for line in table.splitlines()[2:]
+    counts_one = {"none": (6, 10), "scale_gradient": (2, 10), "maxnorm": (5, 10), "sg": (1, 10)}
+    counts_two = {"none": (5, 8), "scale_gradient": (1, 8), "maxnorm": (5, 8), "sg": (1, 8)}
+    one, two = _folder(tmp_path, "one", counts_one), _folder(tmp_path, "two", counts_two)
+
+    def rows(table):
+        return {
+            line.split("|")[1].strip(): [c.strip() for c in line.split("|")[1:-1]]
+            for line in table.splitlines()[2:]
+        }
+
+    p = {
+        arm: pooled_contrast(
+            {
+                "one": Stratum(*counts_one[arm], *counts_one["none"]),
+                "two": Stratum(*counts_two[arm], *counts_two["none"]),
+            }  # fmt: skip
+        ).pvalue
+        for arm in ("scale_gradient", "maxnorm", "sg")
     }
-    # m = 1: the CMH p of test_cmh_and_mantel_haenszel_by_hand's strata unadjusted (0.0078)
-    assert row["**scale_gradient**"][4] == "0.0078*"
-    # maxnorm alone in the other family: Holm over 1 leaves its CMH p as it is
-    p_maxnorm = pooled_contrast({"one": Stratum(5, 10, 6, 10), "two": Stratum(5, 8, 5, 8)}).pvalue
-    assert row["maxnorm"][4] == format_p(p_maxnorm, alpha=0.05)
-    assert "Holm-adjusted over the 1 arms other than scale_gradient" in caption
-    assert "tested alone (m = 1)" in caption
+    # k/n -> Stratum(arm_k, arm_n, base_k, base_n): scale_gradient's are the by-hand strata
+    assert p["scale_gradient"] == pytest.approx(0.00784, abs=5e-5)
+    table, caption = pooled_table([one, two], endpoint="failed", primary="scale_gradient")
+    row = rows(table)
+    # m = 1 for the declared arm: its CMH p unadjusted (0.0078), marked *
+    assert row["**scale_gradient**"][-2] == "0.0078*"
+    # Holm over the other two by hand: the smaller p times 2, the larger times 1 (monotone)
+    small, large = sorted((p["sg"], p["maxnorm"]))
+    assert p["sg"] == small
+    assert row["**sg**" if 2 * small < 0.05 else "sg"][-2] == format_p(2 * small, alpha=0.05)
+    assert row["maxnorm"][-2] == format_p(max(large, 2 * small), alpha=0.05)
+    assert "Holm-adjusted over the 2 arms other than scale_gradient" in caption
+    assert "variant=scale_gradient on failed, the pooled contrast declared" in caption
+    # without a declaration: Holm over all three, no *: sg (smallest) x3, scale_gradient x2
+    # (monotone: at least sg's)
+    assert p["sg"] < p["scale_gradient"] < p["maxnorm"]
+    plain, plain_caption = pooled_table([one, two], endpoint="failed")
+    assert "*" not in plain.replace("**", "")
+    holm = max(3 * p["sg"], 2 * p["scale_gradient"])
+    assert rows(plain)["**scale_gradient**"][-2] == format_p(holm, alpha=0.05)
+    assert "Exploratory unless a study declared" in plain_caption
     with pytest.raises(ConfigError, match="unknown primary arm 'lr_scale'"):
         pooled_table([one, two], primary="lr_scale")
 

@@ -188,6 +188,21 @@ def test_failed_without_a_threshold_is_unstable(tmp_path):
     assert failed[:2] == [0.0, 1.0] and math.isnan(failed[2])
 
 
+def test_caption_says_failed_is_unstable_without_a_threshold(tmp_path):
+    from experiments.report.render import render
+
+    for seed, unstable in enumerate([0, 1, 0, 1]):
+        variant = "none" if seed < 2 else "sg"
+        _job(tmp_path, f"{variant}-{seed}", status="completed", group={"variant": variant},
+             seed=seed, threshold=None, stability={"unstable": unstable})  # fmt: skip
+    table = summarize(load_results(tmp_path), metrics=["failed"], n_resamples=99)
+    assert table.attrs["no_threshold"] and table.attrs["threshold"] is None
+    assert list(table["failed_k"]) == [1, 1] and list(table["failed_n"]) == [2, 2]
+    caption = render(table, fmt="md").strip().splitlines()[-1]
+    assert "failed: unstable (the task has no return threshold)." in caption
+    assert "never reached" not in caption
+
+
 def test_fisher_holm_and_bold_by_hand(stress):
     table = summarize(stress, metrics=["unstable", "final_return"], n_resamples=99)
     table = table.set_index("variant")

@@ -276,11 +276,12 @@ def pooled_table(
         listed = "; ".join(f"{label}: {note}" for label, note in excluded.items())
         notes += f" Not runs of the design, left out of k/n: {listed}."
     declared = "" if primary is None else f" other than {primary}"
+    arms_word = "arm" if m == 1 else "arms"
     status = (
         "Exploratory unless a study declared this pooled test."
         if primary is None
-        else f"*: {key}={primary}, the pooled contrast declared before the runs, tested alone "
-        "(m = 1); every other row is exploratory."
+        else f"*: {key}={primary} on {endpoint}, the pooled contrast declared before the runs, "
+        "tested alone (m = 1); every other row is exploratory."
     )
     caption = (
         f"{endpoint}: k of n runs per folder, every completed or diverged run counted. Pooled over "
@@ -288,12 +289,11 @@ def pooled_table(
         "Mantel-Haenszel odds ratio (below 1: fewer events than the baseline) with its "
         "Robins-Breslow-Greenland 95% CI; Cochran-Mantel-Haenszel test (asymptotic, no "
         "continuity correction; a variant with one informative folder: Fisher's exact test of "
-        f"that folder, as gradlab table tests it), Holm-adjusted over the {m} arms{declared}; "
-        "Breslow-Day "
-        "test of equal odds ratios across the folders with Tarone's adjustment (a small p: the "
-        "effect differs between them). A folder where both arms are all events or all "
-        f"non-events adds nothing to the test.{notes} {status} Bold: CMH p_adj < alpha = "
-        f"{alpha:g}, and nothing else."
+        f"that folder, as gradlab table tests it), Holm-adjusted over the {m} {arms_word}"
+        f"{declared}; Breslow-Day test of equal odds ratios across the folders with Tarone's "
+        "adjustment (a small p: the effect differs between them). A folder where both arms are "
+        f"all events or all non-events adds nothing to the test.{notes} {status} Bold: CMH "
+        f"p_adj < alpha = {alpha:g}, and nothing else."
     )
     return table, caption
 
