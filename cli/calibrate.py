@@ -100,7 +100,12 @@ def calibrate(
                 raise
             # failed or unfinished runs: the counts say so, and the calibration stops there
 
-    outcome = run_calibration(cal, run_sweep, echo=typer.echo)
+    from experiments.process import cores
+
+    # runs at once, as the sweep runs them: a rung asks whether it can still meet the rule after
+    # whole waves of runs only (an unparsable --jobs is refused by the sweep itself)
+    batch = cores() if jobs == "auto" else (int(jobs) if jobs.isdigit() and int(jobs) > 0 else 1)
+    outcome = run_calibration(cal, run_sweep, echo=typer.echo, batch=batch)
     where = cal.folder / "calibration.md"
     if outcome.status == "chosen":
         typer.echo(f"chosen: rung {outcome.record['chosen_rung']}; record {where}")

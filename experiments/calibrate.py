@@ -32,8 +32,10 @@ from experiments import plan as planning
 from experiments import store
 from experiments.calibration_record import (
     RECORD_VERSION,
+    cannot_meet,
     check_rule,
     count_rung,
+    decide_after,
     meets_rule,
     preset_text,
     write_record,
@@ -115,9 +117,10 @@ class Calibration:
     def preset_path(self) -> Path:
         return self.config_dir / "regime" / PRESET_GROUP / f"{self.name}.yaml"
 
-    def sweep_overrides(self, index: int) -> list[str]:
-        """``gradlab sweep``'s overrides for rung ``index`` (0-based)."""
-        return _rung_overrides(self, self.settings[index])
+    def sweep_overrides(self, index: int, seeds: Sequence[int] | None = None) -> list[str]:
+        """``gradlab sweep``'s overrides for rung ``index`` (0-based), on ``seeds`` (default:
+        all the calibration's seeds)."""
+        return _rung_overrides(self, self.settings[index], self.seeds if seeds is None else seeds)
 
     def command(self) -> str:
         """The command line that runs this calibration."""
@@ -136,7 +139,7 @@ class Calibration:
         return shlex.join(words)
 
 
-def _rung_overrides(cal: Calibration, settings: dict[str, str]) -> list[str]:
+def _rung_overrides(cal: Calibration, settings: dict[str, str], seeds: Sequence[int]) -> list[str]:
     return [
         f"ablation={ABLATION}",
         f"task={cal.task}",
@@ -144,7 +147,7 @@ def _rung_overrides(cal: Calibration, settings: dict[str, str]) -> list[str]:
         *cal.extra,
         *(f"{k}={v}" for k, v in settings.items()),
         "variant=none",
-        f"seed={','.join(map(str, cal.seeds))}",
+        f"seed={','.join(map(str, seeds))}",
         f"runtime.results_dir={cal.results_dir / cal.name}",
     ]
 
@@ -240,7 +243,11 @@ def prepare(
     )
     settings = tuple(rung_settings(ladder, i, base) for i in range(len(ladder.rungs)))
     jobs = tuple(
-        tuple(planning.plan(_rung_overrides(cal, s), multirun=True, config_dir=config_dir, job=job))
+        tuple(
+            planning.plan(
+                _rung_overrides(cal, s, cal.seeds), multirun=True, config_dir=config_dir, job=job
+            )
+        )
         for s in settings
     )
     return dataclasses.replace(cal, settings=settings, jobs=jobs)
@@ -263,14 +270,19 @@ class Outcome:
     preset_kept: bool = False
 
 
-def _rung_record(cal: Calibration, index: int, counts: Any, meets: bool) -> dict[str, Any]:
-    return {
+def _rung_record(
+    cal: Calibration, index: int, counts: Any, meets: bool, *, stopped: bool = False
+) -> dict[str, Any]:
+    record = {
         "name": cal.ladder.rungs[index].name,
         "settings": cal.settings[index],
         "counts": dataclasses.asdict(counts),
         "meets_rule": meets,
         "jobs": [j.name for j in cal.jobs[index]],
     }
+    if stopped:
+        record["stopped_early"] = True  # the seeds run could rule it out (cannot_meet)
+    return record
 
 
 def _preset_header(cal: Calibration, index: int, counts: Any) -> list[str]:
@@ -295,6 +307,7 @@ def run_calibration(
     run_sweep: Callable[[list[str]], None],
     *,
     echo: Callable[[str], None] = print,
+    batch: int | None = None,
 ) -> Outcome:
     """Runs the ladder rung by rung until the rule is met; writes the record and the preset.
 
@@ -303,6 +316,12 @@ def run_calibration(
       run_sweep: runs one sweep given its overrides (``gradlab sweep``'s function); finished
         runs are skipped by it, which is how a calibration resumes.
       echo: where progress lines go.
+      batch: runs at once (``gradlab sweep --jobs``). Given, a rung first runs the seeds that
+        can rule it out (:func:`~experiments.calibration_record.decide_after`, in whole
+        batches) and stops there when even the rest all unstable could not meet the rule
+        (``cannot_meet``): the decision is the one all seeds would give, the record says which
+        seeds ran. A rung that may meet the rule, and so the chosen one, always runs every
+        seed. ``None``: every seed of a rung in one sweep.
 
     Returns:
       The :class:`Outcome`.
@@ -328,6 +347,24 @@ def run_calibration(
     for index, rung in enumerate(cal.ladder.rungs):
         text = " ".join(f"{k}={v}" for k, v in cal.settings[index].items())
         echo(f"rung {index + 1}/{total} {rung.name}: {text} ({len(cal.seeds)} seeds)")
+        n = len(cal.seeds)
+        first = n if batch is None else decide_after(n, cal.rule, batch)
+        if first < n:
+            run_sweep(cal.sweep_overrides(index, cal.seeds[:first]))
+            summaries = [store.read_summary(j.job_dir) for j in cal.jobs[index]]
+            counts = count_rung(summaries, has_threshold=has_threshold)
+            done_first = all(
+                s is not None and s.status in store.FINISHED for s in summaries[:first]
+            )
+            if done_first and cannot_meet(counts, cal.rule):
+                record["rungs"].append(_rung_record(cal, index, counts, False, stopped=True))
+                echo(
+                    f"rung {index + 1}/{total} {rung.name}: unstable {counts.unstable} of the "
+                    f"{counts.finished} seeds run; the other {n - counts.finished} could not make "
+                    f"it {cal.rule:g} of {n}: stopped there"
+                )
+                write_record(cal.folder, record)
+                continue
         run_sweep(cal.sweep_overrides(index))
         summaries = [store.read_summary(j.job_dir) for j in cal.jobs[index]]
         counts = count_rung(summaries, has_threshold=has_threshold)

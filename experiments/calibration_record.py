@@ -23,8 +23,10 @@ from experiments.summary import Summary
 __all__ = [
     "RECORD_VERSION",
     "RungCounts",
+    "cannot_meet",
     "check_rule",
     "count_rung",
+    "decide_after",
     "meets_rule",
     "preset_text",
     "record_markdown",
@@ -105,6 +107,31 @@ def meets_rule(counts: RungCounts, rule: float) -> bool:
     return Fraction(counts.unstable, counts.runs) >= Fraction(repr(float(rule)))
 
 
+def cannot_meet(counts: RungCounts, rule: float) -> bool:
+    """Whether the rung can no longer meet the rule: even if every run not finished yet were
+    unstable, ``(unstable + not finished) / runs < rule`` (exact, as :func:`meets_rule`)."""
+    if counts.runs == 0:
+        return False
+    best = counts.unstable + counts.runs - counts.finished
+    return Fraction(best, counts.runs) < Fraction(repr(float(rule)))
+
+
+def decide_after(runs: int, rule: float, batch: int) -> int:
+    """How many of a rung's ``runs`` seeds to run before asking :func:`cannot_meet`: the fewest
+    whose all being stable already rules the rung out (``runs - need + 1``, ``need`` the unstable
+    runs the rule asks for), rounded up to whole batches of ``batch`` runs at once, so that the
+    question costs no extra wave of runs; ``runs`` (ask nothing early) when that leaves no seed
+    to save."""
+    need = 0
+    while need < runs and Fraction(need, runs) < Fraction(repr(float(rule))):
+        need += 1
+    if need == 0:
+        return runs  # rule 0: every rung meets it
+    first = runs - need + 1
+    first = -(-first // batch) * batch
+    return min(first, runs)
+
+
 def preset_text(
     settings: Mapping[str, Any], *, header: Sequence[str], base: Mapping[str, Any] | None = None
 ) -> str:
@@ -146,10 +173,11 @@ def record_markdown(record: Mapping[str, Any]) -> str:
         c = rung["counts"]
         settings = " ".join(f"`{k}={v}`" for k, v in rung["settings"].items())
         mark = "**" if rung.get("meets_rule") else ""
+        stopped = " (stopped: cannot meet the rule)" if rung.get("stopped_early") else ""
         lines.append(
             f"| {i} {rung['name']} | {settings} | {mark}{c['unstable']}/{c['runs']}{mark} | "
             f"{c['diverged']} | {c['collapsed']} | {_cell(c['never_learned'])} | "
-            f"{c['finished']}/{c['runs']} | {_norm(c.get('grad_norm_median'))} |"
+            f"{c['finished']}/{c['runs']}{stopped} | {_norm(c.get('grad_norm_median'))} |"
         )
     lines += [
         "",

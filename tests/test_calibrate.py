@@ -18,8 +18,10 @@ from experiments import store
 from experiments.calibrate import prepare, run_calibration
 from experiments.calibration_record import (
     RungCounts,
+    cannot_meet,
     check_rule,
     count_rung,
+    decide_after,
     meets_rule,
     preset_text,
     record_markdown,
@@ -352,6 +354,83 @@ def test_unfinished_runs_stop_the_calibration_undecided(conf, tmp_path):
     outcome = run_calibration(cal, run_sweep, echo=lambda line: None)
     assert outcome.status == "incomplete" and len(calls) == 1  # 3/5 unstable, 2 not finished
     assert not (conf / "regime" / "calibrated").exists()
+
+
+@pytest.mark.parametrize(
+    ("runs", "rule", "batch", "first"),
+    [
+        (10, 0.4, 2, 8),  # need 4: 7 stable rule it out, rounded up to whole pairs
+        (10, 0.4, 1, 7),
+        (10, 0.4, 3, 9),
+        (10, 0.3, 2, 8),  # need 3: 8 stable
+        (10, 1.0, 2, 2),  # need all 10: one stable run rules it out
+        (10, 0.0, 2, 10),  # every rung meets rule 0: nothing to decide early
+        (5, 0.4, 2, 4),
+        (10, 0.4, 16, 10),  # a batch larger than the rung: all at once
+    ],
+)
+def test_decide_after_by_hand(runs, rule, batch, first):
+    assert decide_after(runs, rule, batch) == first
+
+
+def test_cannot_meet_by_hand():
+    def counts(unstable, finished, runs=10):
+        return RungCounts(runs, finished, unstable, unstable, 0, None, 0)
+
+    assert cannot_meet(counts(1, 8), 0.4)  # at best 1 + 2 = 3 of 10 < 4
+    assert not cannot_meet(counts(2, 8), 0.4)  # 2 + 2 = 4 of 10 still possible
+    assert not cannot_meet(counts(0, 7), 0.3)  # 0 + 3 = 3 of 10 meets 0.3 exactly
+    assert cannot_meet(counts(0, 8), 0.3)
+
+
+def _seed_writer(cal, verdicts):
+    """A run_sweep that writes, for the rung its overrides name, the summaries of the seeds they
+    name (``verdicts[i][j]``: rung i, seed j)."""
+    calls = []
+
+    def run_sweep(overrides):
+        calls.append(overrides)
+        settings = [o for o in overrides if o.startswith("muzero.")]
+        index = next(i for i, s in enumerate(cal.settings)
+                     if sorted(f"{k}={v}" for k, v in s.items()) == sorted(settings))  # fmt: skip
+        seeds = next(o for o in overrides if o.startswith("seed=")).removeprefix("seed=")
+        for j, seed in enumerate(cal.seeds):
+            if str(seed) in seeds.split(","):
+                job = cal.jobs[index][j]
+                job.job_dir.mkdir(parents=True, exist_ok=True)
+                store.write_summary(job.job_dir, verdicts[index][j])
+
+    return run_sweep, calls
+
+
+def test_a_rung_that_cannot_meet_the_rule_stops_after_whole_batches(conf, tmp_path):
+    cal = _prepare(conf, tmp_path)  # 5 seeds, rule 0.4: 2 unstable needed
+    stable, bad = _summary(), _summary("diverged", diverged=1)
+    verdicts = [[stable] * 5, [bad, bad, stable, stable, stable]]
+    run_sweep, calls = _seed_writer(cal, verdicts)
+    lines = []
+    outcome = run_calibration(cal, run_sweep, echo=lines.append, batch=2)
+    # rung 1: 4 seeds (two pairs), all stable: at best 0 + 1 of 5 < 0.4, so seed 104 never runs;
+    # rung 2: its first 4 hold 2 unstable, so all 5 run and it is chosen
+    assert [c[-2] for c in calls] == [
+        "seed=100,101,102,103",
+        "seed=100,101,102,103",
+        "seed=100,101,102,103,104",
+    ]
+    assert outcome.status == "chosen" and outcome.record["chosen_rung"] == 2
+    first, second = outcome.record["rungs"]
+    assert first["stopped_early"] and not first["meets_rule"]
+    assert (first["counts"]["finished"], first["counts"]["unstable"]) == (4, 0)
+    assert "stopped_early" not in second and second["counts"]["finished"] == 5
+    assert not cal.jobs[0][4].job_dir.exists()
+    assert any("the other 1 could not make it 0.4 of 5: stopped there" in x for x in lines)
+    md = (cal.folder / "calibration.md").read_text()
+    assert "| 0/5 | 0 | 0 | 0 | 4/5 (stopped: cannot meet the rule) |" in md
+    # without batch: every seed of every rung in one sweep (as before)
+    cal2 = _prepare(conf, tmp_path / "again")
+    run_sweep, calls = _seed_writer(cal2, verdicts)
+    assert run_calibration(cal2, run_sweep, echo=lambda line: None).status == "chosen"
+    assert [c[-2] for c in calls] == ["seed=100,101,102,103,104"] * 2
 
 
 def test_a_different_existing_preset_is_kept(conf, tmp_path):
