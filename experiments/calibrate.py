@@ -353,10 +353,19 @@ def run_calibration(
             run_sweep(cal.sweep_overrides(index, cal.seeds[:first]))
             summaries = [store.read_summary(j.job_dir) for j in cal.jobs[index]]
             counts = count_rung(summaries, has_threshold=has_threshold)
-            done_first = all(
-                s is not None and s.status in store.FINISHED for s in summaries[:first]
+            unfinished = sum(
+                1 for s in summaries[:first] if s is None or s.status not in store.FINISHED
             )
-            if done_first and cannot_meet(counts, cal.rule):
+            if unfinished:  # stopped, failed or not run: as a rung's unfinished sweep
+                record["rungs"].append(_rung_record(cal, index, counts, False))
+                echo(
+                    f"rung {index + 1}/{total} {rung.name}: {unfinished} of its first {first} "
+                    "runs did not finish"
+                )
+                record["status"] = "incomplete"
+                write_record(cal.folder, record)
+                return Outcome("incomplete", record)
+            if counts.finished < n and cannot_meet(counts, cal.rule):
                 record["rungs"].append(_rung_record(cal, index, counts, False, stopped=True))
                 echo(
                     f"rung {index + 1}/{total} {rung.name}: unstable {counts.unstable} of the "

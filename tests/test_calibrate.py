@@ -433,6 +433,26 @@ def test_a_rung_that_cannot_meet_the_rule_stops_after_whole_batches(conf, tmp_pa
     assert [c[-2] for c in calls] == ["seed=100,101,102,103,104"] * 2
 
 
+def test_early_decision_keeps_finished_rungs_whole_and_stops_on_unfinished_runs(conf, tmp_path):
+    stable, bad = _summary(), _summary("diverged", diverged=1)
+    # a resumed calibration whose first rung ran every seed: counted whole, not "stopped early"
+    cal = _prepare(conf, tmp_path)
+    for job in cal.jobs[0]:
+        job.job_dir.mkdir(parents=True)
+        store.write_summary(job.job_dir, stable)
+    run_sweep, calls = _seed_writer(cal, [[stable] * 5, [bad] * 5])
+    outcome = run_calibration(cal, run_sweep, echo=lambda line: None, batch=2)
+    first = outcome.record["rungs"][0]
+    assert "stopped_early" not in first and first["counts"]["finished"] == 5
+    assert outcome.status == "chosen"
+    # a first chunk that does not finish (stopped, failed): incomplete, the rest never started
+    cal = _prepare(conf, tmp_path / "stopped")
+    run_sweep, calls = _seed_writer(cal, [[stable, _summary("interrupted")] + [stable] * 3])
+    outcome = run_calibration(cal, run_sweep, echo=lambda line: None, batch=2)
+    assert outcome.status == "incomplete" and len(calls) == 1
+    assert outcome.record["status"] == "incomplete"
+
+
 def test_a_different_existing_preset_is_kept(conf, tmp_path):
     old = conf / "regime" / "calibrated" / "catch.yaml"
     old.parent.mkdir(parents=True)
