@@ -197,7 +197,7 @@ def run(
         raise typer.Exit(1)
 
 
-def _parallel(jobs: str, *, launcher_given: bool) -> int:
+def parallel_jobs(jobs: str, *, launcher_given: bool) -> int:
     """``--jobs``: ``auto`` (one per core, unless another launcher is chosen) or N >= 1."""
     from experiments.process import cores
 
@@ -278,7 +278,7 @@ def sweep(
         options = ", ".join(plan.group_options(conf, "ablation"))
         raise ConfigError(f"gradlab sweep needs ablation=NAME; choose one of: {options}")
     launcher_given = any(o.split("=", 1)[0] == "hydra/launcher" for o in hyd)
-    parallel = _parallel(jobs, launcher_given=launcher_given)
+    parallel = parallel_jobs(jobs, launcher_given=launcher_given)
     planned = plan.plan(
         overrides, multirun=True, config_dir=conf, force=force, check_writable=not dry_run, job=job
     )

@@ -270,6 +270,11 @@ class Outcome:
     preset_kept: bool = False
 
 
+def _summaries(cal: Calibration, index: int) -> list[Any]:
+    """Rung ``index``'s runs' summaries as they are now (``None``: not run)."""
+    return [store.read_summary(j.job_dir) for j in cal.jobs[index]]
+
+
 def _rung_record(
     cal: Calibration, index: int, counts: Any, meets: bool, *, stopped: bool = False
 ) -> dict[str, Any]:
@@ -349,22 +354,12 @@ def run_calibration(
         echo(f"rung {index + 1}/{total} {rung.name}: {text} ({len(cal.seeds)} seeds)")
         n = len(cal.seeds)
         first = n if batch is None else decide_after(n, cal.rule, batch)
-        if first < n:
-            run_sweep(cal.sweep_overrides(index, cal.seeds[:first]))
-            summaries = [store.read_summary(j.job_dir) for j in cal.jobs[index]]
-            counts = count_rung(summaries, has_threshold=has_threshold)
-            unfinished = sum(
-                1 for s in summaries[:first] if s is None or s.status not in store.FINISHED
-            )
-            if unfinished:  # stopped, failed or not run: as a rung's unfinished sweep
-                record["rungs"].append(_rung_record(cal, index, counts, False))
-                echo(
-                    f"rung {index + 1}/{total} {rung.name}: {unfinished} of its first {first} "
-                    "runs did not finish"
-                )
-                record["status"] = "incomplete"
-                write_record(cal.folder, record)
-                return Outcome("incomplete", record)
+        run_sweep(cal.sweep_overrides(index, cal.seeds[:first]))
+        summaries = _summaries(cal, index)
+        counts = count_rung(summaries, has_threshold=has_threshold)
+        # a first part that did not finish (stopped, failed) is an unfinished rung, below
+        ran = all(s is not None and s.status in store.FINISHED for s in summaries[:first])
+        if first < n and ran:
             if counts.finished < n and cannot_meet(counts, cal.rule):
                 record["rungs"].append(_rung_record(cal, index, counts, False, stopped=True))
                 echo(
@@ -374,9 +369,8 @@ def run_calibration(
                 )
                 write_record(cal.folder, record)
                 continue
-        run_sweep(cal.sweep_overrides(index))
-        summaries = [store.read_summary(j.job_dir) for j in cal.jobs[index]]
-        counts = count_rung(summaries, has_threshold=has_threshold)
+            run_sweep(cal.sweep_overrides(index))
+            counts = count_rung(_summaries(cal, index), has_threshold=has_threshold)
         complete = counts.finished == counts.runs
         meets = complete and meets_rule(counts, cal.rule)
         record["rungs"].append(_rung_record(cal, index, counts, meets))

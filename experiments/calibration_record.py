@@ -104,7 +104,12 @@ def meets_rule(counts: RungCounts, rule: float) -> bool:
     ``3 >= 0.3 * 10`` in floating point would not, 0.3 * 10 being 3.0000000000000004)."""
     if counts.runs == 0:
         return False
-    return Fraction(counts.unstable, counts.runs) >= Fraction(repr(float(rule)))
+    return Fraction(counts.unstable, counts.runs) >= _fraction(rule)
+
+
+def _fraction(rule: float) -> Fraction:
+    """The rule as written (``0.3`` is 3/10, not the float nearest it)."""
+    return Fraction(repr(float(rule)))
 
 
 def cannot_meet(counts: RungCounts, rule: float) -> bool:
@@ -113,7 +118,7 @@ def cannot_meet(counts: RungCounts, rule: float) -> bool:
     if counts.runs == 0:
         return False
     best = counts.unstable + counts.runs - counts.finished
-    return Fraction(best, counts.runs) < Fraction(repr(float(rule)))
+    return Fraction(best, counts.runs) < _fraction(rule)
 
 
 def decide_after(runs: int, rule: float, batch: int) -> int:
@@ -122,9 +127,7 @@ def decide_after(runs: int, rule: float, batch: int) -> int:
     runs the rule asks for), rounded up to whole batches of ``batch`` runs at once, so that the
     question costs no extra wave of runs; ``runs`` (ask nothing early) when that leaves no seed
     to save."""
-    need = 0
-    while need < runs and Fraction(need, runs) < Fraction(repr(float(rule))):
-        need += 1
+    need = math.ceil(_fraction(rule) * runs)  # the fewest unstable runs meeting the rule
     if need == 0:
         return runs  # rule 0: every rung meets it
     first = runs - need + 1

@@ -222,8 +222,7 @@ def _failed(runs: pd.DataFrame) -> np.ndarray:
     has_threshold = runs["threshold"].notna().to_numpy()
     never = has_threshold & (reached == 0)
     failed = np.full(len(runs), np.nan)
-    failed[(unstable == 0) & (reached == 1) & has_threshold] = 0.0
-    failed[(unstable == 0) & ~has_threshold] = 0.0
+    failed[(unstable == 0) & ((reached == 1) | ~has_threshold)] = 0.0
     failed[(unstable == 1) | never] = 1.0
     return failed
 
