@@ -1,7 +1,11 @@
-"""Shared fixtures: the stand-in job and its config folder, and Hydra's compose API."""
+"""Shared fixtures: the stand-in job and its config folder, Hydra's compose API, and the
+scripts of benchmarks/ as modules."""
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
+import sys
 import types
 from pathlib import Path
 
@@ -43,3 +47,20 @@ def standin_env(tmp_path):
         invoke=invoke,
         compose=lambda overrides: compose_config(conf, overrides, schema=standin.MuZeroConfig),
     )
+
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@contextlib.contextmanager
+def benchmark_script(name: str):
+    """``benchmarks/NAME.py`` imported as the module ``NAME`` (a script, not a package member),
+    registered in ``sys.modules`` while in use (dataclasses look their module up there)."""
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.modules.pop(name, None)

@@ -3,29 +3,23 @@ agents, read from committed run folders."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import benchmark_script
 
 from experiments.tasks.published import PUBLISHED
 from experiments.tasks.registry import task_facts
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "benchmarks" / "competence.py"
 CANDIDATE = ROOT / "results" / "findings" / "minatar_preset" / "candidate" / "learning"
 
 
 @pytest.fixture(scope="module")
 def competence():
-    spec = importlib.util.spec_from_file_location("competence", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop(spec.name, None)
+    with benchmark_script("competence") as module:
+        yield module
 
 
 def test_committed_breakout_runs_by_hand(competence):

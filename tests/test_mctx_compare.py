@@ -6,27 +6,18 @@ importing JAX, everywhere else.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from conftest import benchmark_script
 
 pytest.importorskip("jax")
 pytest.importorskip("mctx")
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "mctx_compare.py"
-
 
 @pytest.fixture(scope="module")
 def mctx_compare():
-    spec = importlib.util.spec_from_file_location("mctx_compare", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop(spec.name, None)
+    with benchmark_script("mctx_compare") as module:
+        yield module
 
 
 @pytest.fixture(scope="module")
