@@ -7,7 +7,8 @@ whose runs are unstable in at least ``rule`` of the seeds. The record of every r
 (:mod:`experiments.calibration_record`) is written after each rung; the chosen rung becomes a
 regime preset, ``conf/regime/calibrated/TASK.yaml`` (``regime=calibrated/TASK`` in any sweep),
 with a copy beside the record. On a base regime other than ``tuned``, ``TASK`` reads
-``TASK_BASE`` here and below (``catch_pseudocode``), so two bases never share a folder or preset.
+``TASK_BASE`` here and below (``catch_pseudocode``), and on a ladder other than ``default``
+``TASK_LADDER`` (``breakout_harsh``), so two calibrations never share a folder or preset.
 
 Layout under ``runtime.results_dir`` (R): the runs of every rung in ``R/TASK/calibration/`` (one
 sweep folder, ablation ``calibration``; each rung's runs differ by their overrides, so
@@ -61,6 +62,7 @@ DEFAULT_SEEDS = "100-109"
 PRESET_GROUP = "calibrated"
 DEFAULT_BASE = "tuned"
 """Chosen regimes go to ``conf/regime/calibrated/TASK.yaml``."""
+DEFAULT_LADDER = "default"
 _OWN_KEYS = ("task", "ladder", "regime")
 
 
@@ -96,12 +98,16 @@ class Calibration:
 
     @property
     def name(self) -> str:
-        """``TASK`` on the default base regime (``tuned``), else ``TASK_BASE``
-        (``catch_pseudocode``): one task's calibrations on two bases never share a folder or a
-        preset."""
-        if self.base_regime == DEFAULT_BASE:
-            return self.task
-        return f"{self.task}_{self.base_regime.replace('/', '_')}"
+        """``TASK`` on the default base regime (``tuned``) and ladder (``default``); a base
+        regime other than ``tuned`` adds ``_BASE`` (``catch_pseudocode``) and a ladder other than
+        ``default`` adds ``_LADDER`` (``breakout_harsh``): two calibrations of one task never share
+        a folder, a record or a preset."""
+        parts = [self.task]
+        if self.base_regime != DEFAULT_BASE:
+            parts.append(self.base_regime.replace("/", "_"))
+        if self.ladder.name != DEFAULT_LADDER:
+            parts.append(self.ladder.name)
+        return "_".join(parts)
 
     @property
     def folder(self) -> Path:
@@ -210,7 +216,7 @@ def prepare(
             f"gradlab calibrate needs task=NAME; choose one of: {', '.join(task_names())}"
         )
     task = task_facts(own["task"]).name
-    ladder = load_ladder(config_dir, own.get("ladder", "default"))
+    ladder = load_ladder(config_dir, own.get("ladder", DEFAULT_LADDER))
     base_regime = own.get("regime", DEFAULT_BASE)
     regimes = planning.group_options(config_dir, "regime")
     if base_regime not in regimes:

@@ -103,6 +103,22 @@ def test_default_ladder_is_relative_to_the_task():
     assert cal.settings[4]["task.reward_scale"] == "10.0"
 
 
+def test_harsh_ladder_continues_the_default_ladder_where_it_ran_out():
+    default = prepare(["task=breakout"], config_dir=CONF)
+    harsh = prepare(["task=breakout", "ladder=harsh"], config_dir=CONF)
+    # rung 1: the default ladder's last rung (MinAtar's Adam at 0.001, x5 = 0.005) at x10
+    assert harsh.settings[0] == {**default.settings[-1], "muzero.learning_rate": "0.01"}
+    assert [s["muzero.learning_rate"] for s in harsh.settings] == ["0.01", "0.02", "0.05"]
+    assert all(s["task.reward_scale"] == "10.0" for s in harsh.settings)
+    # its own folder and preset: the default ladder's record is never overwritten
+    assert harsh.name == "breakout_harsh" and default.name == "breakout"
+    assert harsh.folder.parent.name == "breakout_harsh"
+    assert harsh.regime == "calibrated/breakout_harsh"
+    cartpole = prepare(["task=cartpole", "ladder=harsh"], config_dir=CONF)
+    # CartPole's Adam at 0.005: x10, x20, x50
+    assert [s["muzero.learning_rate"] for s in cartpole.settings] == ["0.05", "0.1", "0.25"]
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
@@ -125,7 +141,8 @@ def test_malformed_ladders_are_one_line(tmp_path, text, message):
 
 
 def test_unknown_ladder_names_the_choices():
-    with pytest.raises(ConfigError, match=r"^unknown ladder 'nope'; choose one of: default$"):
+    choices = "default, harsh"
+    with pytest.raises(ConfigError, match=rf"^unknown ladder 'nope'; choose one of: {choices}$"):
         load_ladder(CONF, "nope")
 
 
@@ -275,6 +292,8 @@ def test_rule_text_is_read_as_a_number():
 def conf(standin_env):
     conf = pathlib.Path(standin_env.conf)
     (conf / "ladder" / "standin.yaml").write_text(STANDIN_LADDER)
+    # the stand-in ladder as the default too: a default-ladder calibration's folder is the task's
+    (conf / "ladder" / "default.yaml").write_text(STANDIN_LADDER)
     return conf
 
 
@@ -294,7 +313,7 @@ def _writer(cal, verdicts):
 
 
 def _prepare(conf, tmp_path, *more, seeds="100-104"):
-    args = ["task=catch", "ladder=standin", "logger=none", f"runtime.results_dir={tmp_path}/r"]
+    args = ["task=catch", "logger=none", f"runtime.results_dir={tmp_path}/r"]
     return prepare([*args, *more], seeds=seeds, config_dir=conf, job=standin.JOB)
 
 
@@ -483,7 +502,7 @@ def _calibrate(standin_env, conf, *args):
     [
         (
             ["ladder=nope"],
-            "unknown ladder 'nope'; choose one of: badkey, badtimes, default, standin",
+            "unknown ladder 'nope'; choose one of: badkey, badtimes, default, harsh, standin",
         ),
         (["task=pong"], "unknown task 'pong'; choose one of: asterix, breakout, cartpole, catch"),
         (["--seeds", "1000-1009"], "overlap the seeds of study/catch_stress"),
@@ -532,7 +551,7 @@ def test_help_says_what_it_writes(standin_env):
 
 def test_calibrate_end_to_end_and_resume(standin_env, conf):
     # Real stand-in sweeps, 1 seed: rung 1 completes (0/1 unstable), rung 2 goes NaN (1/1).
-    args = ["ladder=standin", "--seeds", "100-100", "--jobs", "1"]
+    args = ["--seeds", "100-100", "--jobs", "1"]
     result = _calibrate(standin_env, conf, *args)
     assert result.exit_code == 0, result.output
     assert "rung 1/2 heavier: unstable 0/1" in result.output
@@ -564,4 +583,25 @@ def test_a_non_default_base_regime_gets_its_own_folder_and_preset(conf, tmp_path
     assert run_calibration(other, run_sweep, echo=lambda line: None).status == "chosen"
     assert calls[0][:3] == ["ablation=calibration", "task=catch", "regime=pseudocode"]
     assert (conf / "regime" / "calibrated" / "catch_pseudocode.yaml").is_file()
+    assert not (conf / "regime" / "calibrated" / "catch.yaml").exists()
+
+
+def test_a_non_default_ladder_gets_its_own_folder_record_and_preset(conf, tmp_path):
+    # a second ladder on a task (Study 3's harsh ladder after the default one ran out) must not
+    # overwrite the default ladder's record or preset
+    default = _prepare(conf, tmp_path)
+    other = _prepare(conf, tmp_path, "ladder=standin")
+    both = _prepare(conf, tmp_path, "ladder=standin", "regime=pseudocode")
+    assert default.name == "catch" and other.name == "catch_standin"
+    assert both.name == "catch_pseudocode_standin"
+    assert other.folder == tmp_path / "r" / "catch_standin" / "calibration"
+    assert other.regime == "calibrated/catch_standin"
+    assert other.preset_path == conf / "regime" / "calibrated" / "catch_standin.yaml"
+    assert all(j.job_dir.parent == other.folder for rung in other.jobs for j in rung)
+    assert "ladder=standin" in other.command()
+    stable, bad = _summary(), _summary("diverged", diverged=1)
+    run_sweep, _ = _writer(other, [[stable] * 5, [bad, bad, stable, stable, stable]])
+    assert run_calibration(other, run_sweep, echo=lambda line: None).status == "chosen"
+    assert (other.folder / "calibration.json").is_file()
+    assert not default.folder.exists()
     assert not (conf / "regime" / "calibrated" / "catch.yaml").exists()
