@@ -1,6 +1,7 @@
-"""`gradlab pool`: one rate endpoint across several results folders (tasks, regimes, optimizers),
-each arm's contrast with the baseline pooled over them, stratified by folder
-(:mod:`experiments.report.pooled`). TensorFlow is never imported; bad input is one line, exit 2.
+"""`gradlab pool`: one rate endpoint across tasks (or any results folders): a row per variant, a
+column group per stratum with its k/n and within-stratum p_adj, and each variant's contrast with
+the baseline pooled over the strata (:mod:`experiments.report.across`). TensorFlow is never
+imported; bad input is one line, exit 2.
 """
 
 from pathlib import Path
@@ -9,6 +10,7 @@ from typing import Annotated
 import typer
 
 from cli._errors import guarded
+from cli._output import emit, output_format
 
 __all__ = ["pool"]
 
@@ -17,14 +19,14 @@ __all__ = ["pool"]
 def pool(
     folders: Annotated[
         list[Path],
-        typer.Argument(help="Two or more results folders, e.g. one study per task."),
+        typer.Argument(help="Results folders, e.g. one study per task."),
     ],
     endpoint: Annotated[
         str, typer.Option("--endpoint", "-e", help="A rate: failed, unstable, diverged, ...")
     ] = "failed",
     baseline: Annotated[str, typer.Option("--baseline", help="The baseline variant.")] = "none",
     alpha: Annotated[
-        float, typer.Option("--alpha", help="Bold where the pooled CMH p_adj is below this.")
+        float, typer.Option("--alpha", help="Bold where a p_adj is below this.")
     ] = 0.05,
     primary: Annotated[
         str | None,
@@ -34,11 +36,24 @@ def pool(
             "(m = 1), marked *; Holm over the others.",
         ),
     ] = None,
+    fmt: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            "-f",
+            help="md | latex | csv | json (default: from --out's suffix, else md).",
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Write here instead of stdout.")
+    ] = None,
 ) -> None:
-    """One table across folders: per folder each variant's k/n on a rate endpoint, then each
-    variant against the baseline pooled over the folders, stratified by folder
-    (Cochran-Mantel-Haenszel test, Holm over the variants; Mantel-Haenszel odds ratio with its
-    95% CI; Breslow-Day test of equal odds ratios across folders).
+    """One table across tasks: a row per variant; per stratum (a folder, or a setting a folder
+    varies, e.g. regime=stress) its k/n on a rate endpoint and its contrast with the baseline
+    there (Fisher's exact test, Holm within the stratum, as gradlab table gives it); then each
+    variant against the baseline pooled over the strata (Cochran-Mantel-Haenszel test, Holm over
+    the variants; Mantel-Haenszel odds ratio with its 95% CI; Breslow-Day test of equal odds
+    ratios across strata). Strata are labelled by task when each folder holds its own task.
 
     Examples:
 
@@ -47,13 +62,13 @@ def pool(
       gradlab pool results/catch/hidden_scale results/cartpole/hidden_scale -e unstable
 
       gradlab pool results/findings/study_cartpole_stress results/findings/study_breakout_stress
-      --primary scale_gradient
+      --primary scale_gradient -o pooled.tex
     """
-    from experiments.report.pooled import pooled_table
+    from experiments.report.across import across_table
+    from experiments.report.across_render import render_across
 
-    table, caption = pooled_table(
+    fmt = output_format(fmt, out)
+    table = across_table(
         folders, endpoint=endpoint, baseline=baseline, alpha=alpha, primary=primary
     )
-    typer.echo(table)
-    typer.echo("")
-    typer.echo(caption)
+    emit(render_across(table, fmt=fmt), out)

@@ -10,12 +10,10 @@ from typing import Annotated
 import typer
 
 from cli._errors import guarded
-from experiments.errors import ConfigError, unknown_choice
+from cli._output import emit, output_format
+from experiments.errors import ConfigError
 
 __all__ = ["plot", "table"]
-
-_FORMATS = ("md", "latex", "csv", "json")
-_SUFFIX_FORMAT = {".md": "md", ".tex": "latex", ".csv": "csv", ".json": "json"}
 
 
 def _split(values: list[str] | None) -> list[str] | None:
@@ -153,10 +151,7 @@ def table(
     from experiments.report.results import load_results
     from experiments.report.tables import DEFAULT_METRICS, summarize
 
-    if fmt is None:
-        fmt = _SUFFIX_FORMAT.get(out.suffix.lower(), "md") if out is not None else "md"
-    if fmt not in _FORMATS:
-        raise unknown_choice("format", fmt, _FORMATS)
+    fmt = output_format(fmt, out)
     check_choice("analysis", analysis, ANALYSES)
     check_choice("rate test", rate_test, RATE_TESTS)
     level = _number("--alpha", alpha, unit=True)
@@ -177,16 +172,7 @@ def table(
         diverged_return=fixed,
         confirmatory=confirmatory,
     )
-    text = render(summary, fmt=fmt)
-    if out is None:
-        typer.echo(text.rstrip("\n"))
-        return
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
-    except OSError as err:
-        raise ConfigError(f"cannot write '{out}': {err.strerror}") from None
-    typer.echo(f"wrote {out}")
+    emit(render(summary, fmt=fmt), out)
 
 
 @guarded

@@ -1,5 +1,7 @@
-"""The pooled contrast across folders: CMH, Mantel-Haenszel odds ratio and Breslow-Day against
-hand computation; the table on real summary files; bad input as one-line errors."""
+"""The pooled contrast across strata: CMH, Mantel-Haenszel odds ratio and Breslow-Day against
+hand computation; gradlab pool's cross-task table on real summary files (within-stratum p_adj
+by hand, task labels, settings within a folder, a study's primary, every format); bad input as
+one-line errors."""
 
 import json
 import math
@@ -8,7 +10,9 @@ import pytest
 from scipy import stats
 
 from experiments.errors import ConfigError
-from experiments.report.pooled import Stratum, pooled_contrast, pooled_table, strata_counts
+from experiments.report.across import across_table
+from experiments.report.across_render import across_records, render_across
+from experiments.report.pooled import Stratum, pooled_contrast
 from experiments.report.render import format_p
 
 # Two strata, arm vs baseline events: 2/10 vs 6/10 and 1/8 vs 5/8.
@@ -51,23 +55,24 @@ def test_a_stratum_without_variation_is_left_out_and_named():
     assert c.statistic == pytest.approx(pooled_contrast(STRATA).statistic)
     nothing = pooled_contrast({"flat": Stratum(5, 5, 5, 5)})
     assert math.isnan(nothing.pvalue) and nothing.left_out == ("flat",)
-    with pytest.raises(ConfigError, match="at least one folder"):
+    with pytest.raises(ConfigError, match="at least one stratum"):
         pooled_contrast({})
 
 
-def _write(folder, variant, seed, *, unstable, reached):
-    job = folder / f"variant={variant}__seed={seed}"
+def _write(folder, variant, seed, *, unstable, reached, task="catch", threshold=0.9, **group):
+    job = folder / "__".join([*(f"{k}={v}" for k, v in group.items()), f"variant={variant}",
+                              f"seed={seed}"])  # fmt: skip
     job.mkdir(parents=True)
     summary = {
         "status": "diverged" if unstable else "completed",
         "job": job.name,
         "ablation": folder.name,
-        "overrides": {"variant": variant, "seed": str(seed)},
-        "group": {"variant": variant},
+        "overrides": {**group, "variant": variant, "seed": str(seed)},
+        "group": {**group, "variant": variant},
         "seed": seed,
-        "task": "catch",
+        "task": task,
         "variant": variant,
-        "threshold": 0.9,
+        "threshold": threshold,
         "training_steps": 100,
         "steps": 100,
         "stability": {"unstable": int(unstable), "reached_threshold": int(reached)},
@@ -75,50 +80,117 @@ def _write(folder, variant, seed, *, unstable, reached):
     (job / "summary.json").write_text(json.dumps(summary))
 
 
-def _folder(root, name, counts):
+def _folder(root, name, counts, **where):
     """counts: variant -> (failed runs, total runs); a failed run here diverged."""
     folder = root / name
     seed = 0
     for variant, (failed, total) in counts.items():
         for i in range(total):
-            _write(folder, variant, seed, unstable=i < failed, reached=i >= failed)
+            _write(folder, variant, seed, unstable=i < failed, reached=i >= failed, **where)
             seed += 1
     return folder
+
+
+def _md(folders, **options):
+    text = render_across(across_table(folders, **options), fmt="md")
+    table, caption = text.strip().split("\n\n")
+    return table, caption
+
+
+def _rows(table):
+    lines = table.splitlines()
+    header = [c.strip() for c in lines[0].split("|")[1:-1]]
+    return header, {
+        line.split("|")[1].strip(): [c.strip() for c in line.split("|")[1:-1]] for line in lines[2:]
+    }
+
+
+def _holm(ps):
+    """Holm's step-down adjustment by hand (monotone, capped at 1)."""
+    order = sorted(range(len(ps)), key=lambda i: ps[i])
+    out, running = [0.0] * len(ps), 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(ps) - rank) * ps[i]))
+        out[i] = running
+    return out
 
 
 def test_table_from_summary_files(tmp_path):
     one = _folder(tmp_path, "one", {"none": (6, 10), "scale_gradient": (2, 10), "maxnorm": (5, 10)})
     two = _folder(tmp_path, "two", {"none": (5, 8), "scale_gradient": (1, 8), "maxnorm": (5, 8)})
-    frames = {}
-    from experiments.report.results import load_results
-
-    for f in (one, two):
-        frames[f.name] = load_results(f).averaged
-    counts = strata_counts(frames, endpoint="failed", arm="scale_gradient", baseline="none")
-    assert counts == {"one": Stratum(2, 10, 6, 10), "two": Stratum(1, 8, 5, 8)}
-    table, caption = pooled_table([one, two], endpoint="failed")
-    lines = table.splitlines()
-    assert [c.strip() for c in lines[0].split("|")[1:4]] == ["variant", "one", "two"]
-    row = {line.split("|")[1].strip(): line for line in lines[2:]}
-    assert "6/10" in row["none"] and "5/8" in row["none"] and "base" in row["none"]
-    # Holm over 2 arms: scale_gradient's CMH p 0.00784 x 2 = 0.016 < 0.05 -> bold
-    assert "**scale_gradient**" in row and "0.016" in row["**scale_gradient**"]
-    assert "0.128" in row["**scale_gradient**"]
+    across = across_table([one, two], endpoint="failed")
+    # both folders are Catch: labelled by folder, one stratum each
+    assert [s.label for s in across.strata] == ["one", "two"]
+    assert across.cells[("one", "scale_gradient")].k == 2
+    assert (across.cells[("two", "none")].k, across.cells[("two", "none")].n) == (5, 8)
+    table, caption = _md([one, two], endpoint="failed")
+    header, row = _rows(table)
+    assert header[:5] == ["variant", "one k/n", "one p_adj", "two k/n", "two p_adj"]
+    assert row["none"][1:5] == ["6/10", "base", "5/8", "base"]
+    # within each folder: Fisher's exact test against none, Holm over its two arms, by hand
+    first = {"scale_gradient": (2, 10), "maxnorm": (5, 10), "none": (6, 10)}
+    second = {"scale_gradient": (1, 8), "maxnorm": (5, 8), "none": (5, 8)}
+    for j, counts in ((2, first), (4, second)):
+        base_k, base_n = counts["none"]
+        raw = [stats.fisher_exact([[k, n - k], [base_k, base_n - base_k]]).pvalue
+               for k, n in (counts["scale_gradient"], counts["maxnorm"])]  # fmt: skip
+        sg, mx = _holm(raw)
+        sg_row = row["**scale_gradient**"]
+        assert sg_row[j] == format_p(sg, alpha=0.05)
+        assert row["maxnorm"][j] == format_p(mx, alpha=0.05)
+        assert ("**" in sg_row[j - 1]) == (sg < 0.05)  # bold k/n exactly when its p_adj < alpha
+    # pooled: Holm over 2 arms: scale_gradient's CMH p 0.00784 x 2 = 0.016 < 0.05 -> bold
+    assert row["**scale_gradient**"][-2] == "0.016"
+    assert row["**scale_gradient**"][-3].startswith("0.128 [")
     assert "maxnorm" in row and "**maxnorm**" not in row
-    assert "Holm-adjusted over the 2 arms" in caption and "Breslow-Day" in caption
+    assert "Holm-adjusted over the 2 variants" in caption and "Breslow-Day" in caption
+    assert "Fisher's exact test, Holm-adjusted over the stratum's variants" in caption
+    assert "return threshold (0.9)" in caption
+
+
+def test_within_stratum_p_is_gradlab_tables(tmp_path):
+    # the same function computes both: a folder's column equals gradlab table's on that folder
+    from experiments.report.results import load_results
+    from experiments.report.tables import summarize
+
+    one = _folder(tmp_path, "one", {"none": (6, 10), "scale_gradient": (2, 10), "sg": (0, 10)})
+    two = _folder(tmp_path, "two", {"none": (5, 8), "scale_gradient": (1, 8)})
+    across = across_table([one, two])
+    table = summarize(load_results(one), metrics=["failed"])
+    for _, r in table[~table["is_baseline"]].iterrows():
+        cell = across.cells[("one", r["variant"])]
+        assert cell.p_adjusted == r["failed_p_adjusted"] and cell.m == r["failed_m"] == 2
+
+
+def test_strata_are_tasks_with_their_thresholds_and_settings_within_a_folder(tmp_path):
+    cartpole = _folder(tmp_path, "study_cartpole", {"none": (4, 5), "scale_gradient": (1, 5)},
+                       task="cartpole", threshold=475.0)  # fmt: skip
+    breakout = _folder(tmp_path, "study_breakout", {"none": (3, 5), "scale_gradient": (2, 5)},
+                       task="breakout", threshold=None)  # fmt: skip
+    table, caption = _md([cartpole, breakout])
+    header, _ = _rows(table)
+    assert header[1:5] == ["cartpole k/n", "cartpole p_adj", "breakout k/n", "breakout p_adj"]
+    assert "(cartpole: 475; breakout: no threshold: failed = unstable)" in caption
+    # a folder that varies the regime: one stratum per regime, never pooled into one
+    main = tmp_path / "main"
+    for regime, failed in (("stress", 4), ("tuned", 0)):
+        for variant, k in (("none", failed), ("scale_gradient", 0)):
+            for seed in range(4):
+                _write(main, variant, seed, unstable=seed < k, reached=seed >= k, regime=regime)
+    across = across_table([main])
+    assert [s.label for s in across.strata] == ["catch, stress", "catch, tuned"]
+    stress = across.cells[("catch, stress", "scale_gradient")]
+    assert (stress.k, stress.n) == (0, 4)
+    # 0/4 vs 4/4 in stress; 0/4 vs 0/4 in tuned adds nothing to the pooled test
+    pooled = across.pooled["scale_gradient"].contrast
+    assert pooled.left_out == ("catch, tuned",)
+    assert pooled.pvalue == pytest.approx(stats.fisher_exact([[0, 4], [4, 0]]).pvalue)
 
 
 def test_declared_primary_is_tested_alone_and_marked(tmp_path):
     counts_one = {"none": (6, 10), "scale_gradient": (2, 10), "maxnorm": (5, 10), "sg": (1, 10)}
     counts_two = {"none": (5, 8), "scale_gradient": (1, 8), "maxnorm": (5, 8), "sg": (1, 8)}
     one, two = _folder(tmp_path, "one", counts_one), _folder(tmp_path, "two", counts_two)
-
-    def rows(table):
-        return {
-            line.split("|")[1].strip(): [c.strip() for c in line.split("|")[1:-1]]
-            for line in table.splitlines()[2:]
-        }
-
     p = {
         arm: pooled_contrast(
             {
@@ -130,8 +202,8 @@ def test_declared_primary_is_tested_alone_and_marked(tmp_path):
     }
     # k/n -> Stratum(arm_k, arm_n, base_k, base_n): scale_gradient's are the by-hand strata
     assert p["scale_gradient"] == pytest.approx(0.00784, abs=5e-5)
-    table, caption = pooled_table([one, two], endpoint="failed", primary="scale_gradient")
-    row = rows(table)
+    table, caption = _md([one, two], endpoint="failed", primary="scale_gradient")
+    _, row = _rows(table)
     # m = 1 for the declared arm: its CMH p unadjusted (0.0078), marked *
     assert row["**scale_gradient**"][-2] == "0.0078*"
     # Holm over the other two by hand: the smaller p times 2, the larger times 1 (monotone)
@@ -139,32 +211,112 @@ def test_declared_primary_is_tested_alone_and_marked(tmp_path):
     assert p["sg"] == small
     assert row["**sg**" if 2 * small < 0.05 else "sg"][-2] == format_p(2 * small, alpha=0.05)
     assert row["maxnorm"][-2] == format_p(max(large, 2 * small), alpha=0.05)
-    assert "Holm-adjusted over the 2 arms other than scale_gradient" in caption
+    assert "Holm-adjusted over the 2 variants other than scale_gradient" in caption
     assert "variant=scale_gradient on failed, the pooled contrast declared" in caption
     # without a declaration: Holm over all three, no *: sg (smallest) x3, scale_gradient x2
     # (monotone: at least sg's)
     assert p["sg"] < p["scale_gradient"] < p["maxnorm"]
-    plain, plain_caption = pooled_table([one, two], endpoint="failed")
+    plain, plain_caption = _md([one, two], endpoint="failed")
     assert "*" not in plain.replace("**", "")
     holm = max(3 * p["sg"], 2 * p["scale_gradient"])
-    assert rows(plain)["**scale_gradient**"][-2] == format_p(holm, alpha=0.05)
-    assert "Exploratory unless a study declared" in plain_caption
+    assert _rows(plain)[1]["**scale_gradient**"][-2] == format_p(holm, alpha=0.05)
+    assert "exploratory unless a study declared" in plain_caption
     with pytest.raises(ConfigError, match="unknown primary arm 'lr_scale'"):
-        pooled_table([one, two], primary="lr_scale")
+        across_table([one, two], primary="lr_scale")
+
+
+def test_a_studys_registered_primary_is_starred_in_its_stratum(tmp_path):
+    one = _folder(tmp_path, "one", {"none": (6, 10), "scale_gradient": (2, 10), "maxnorm": (5, 10)})
+    two = _folder(tmp_path, "two", {"none": (5, 8), "scale_gradient": (1, 8)})
+    design = {"name": "one_study", "primary": {"arm": "scale_gradient", "endpoint": "failed",
+                                               "test": "fisher", "alpha": 0.05}}  # fmt: skip
+    (one / "preregistration.json").write_text(json.dumps({"design": design}))
+    table, caption = _md([one, two])
+    row = {name.strip("*"): cells for name, cells in _rows(table)[1].items()}
+    raw = stats.fisher_exact([[2, 8], [6, 4]]).pvalue  # alone: m = 1, unadjusted
+    assert row["scale_gradient"][2] == format_p(raw, alpha=0.05) + "*"
+    maxnorm = stats.fisher_exact([[5, 5], [6, 4]]).pvalue  # alone in its family too (m = 1)
+    assert row["maxnorm"][2] == format_p(maxnorm, alpha=0.05)
+    assert "*" not in row["scale_gradient"][4]  # the other folder registered nothing
+    assert "one (study one_study)" in caption
+    # on another endpoint than the registered one nothing is confirmatory
+    unstable = render_across(across_table([one, two], endpoint="unstable"), fmt="md")
+    assert "*" not in unstable.split("\n\n")[0].replace("**", "")
+
+
+def test_csv_json_and_latex(tmp_path):
+    folders = [
+        _folder(tmp_path, f"study_{task}", {"none": (4, 5), "scale_gradient": (1, 5),
+                "clipnorm": (3, 5), "maxnorm": (2, 5), "stop_gradient": (1, 5)}, task=task)
+        for task in ("cartpole", "breakout", "space_invaders")
+    ]  # fmt: skip
+    across = across_table(folders, primary="scale_gradient")
+    records = across_records(across)
+    assert len(records) == 5 * 3 + 4  # every variant in every stratum, then 4 pooled
+    csv = render_across(across, fmt="csv")
+    import io
+
+    import pandas as pd
+
+    frame = pd.read_csv(io.StringIO(csv))
+    pooled = frame[frame["stratum"] == "pooled"].set_index("variant")
+    assert pooled.loc["scale_gradient", "p_adjusted"] == pytest.approx(
+        across.pooled["scale_gradient"].p_adjusted
+    )
+    assert bool(pooled.loc["scale_gradient", "confirmatory"])
+    data = json.loads(render_across(across, fmt="json"))
+    assert [s["label"] for s in data["strata"]] == ["cartpole", "breakout", "space_invaders"]
+    base = [r for r in data["rows"] if r["variant"] == "none"]
+    assert all(r["p_adjusted"] is None for r in base)  # NaN as null: valid JSON
+    tex = render_across(across, fmt="latex")
+    # each task heads its own column group; the pooled group heads three columns
+    assert r"& cartpole & breakout & space\_invaders & \multicolumn{3}{c}{pooled} \\" in tex
+    if _engine() is not None:
+        log = _compile(tex, tmp_path)
+        assert "Overfull \\hbox" not in log  # three tasks fit a one-column text width
+
+
+def _engine():
+    import shutil
+
+    return next((e for e in ("pdflatex", "lualatex", "tectonic") if shutil.which(e)), None)
+
+
+def _compile(table_tex, folder):
+    import subprocess
+
+    doc = (
+        "\\documentclass{article}\n\\usepackage{booktabs}\n\\hfuzz=0pt\n"
+        f"\\begin{{document}}\n{table_tex}\n\\end{{document}}\n"
+    )
+    (folder / "doc.tex").write_text(doc)
+    engine = _engine()
+    args = ["-interaction=nonstopmode", "-halt-on-error", "doc.tex"]
+    if engine == "tectonic":
+        args = ["--keep-logs", "doc.tex"]
+    done = subprocess.run([engine, *args], cwd=folder, capture_output=True, text=True, timeout=180)
+    log = (folder / "doc.log").read_text(errors="replace")
+    assert done.returncode == 0, log[-3000:]
+    return log
 
 
 def test_bad_input_is_one_line(tmp_path):
     one = _folder(tmp_path, "one", {"none": (1, 2), "scale_gradient": (0, 2)})
     two = _folder(tmp_path, "two", {"scale_gradient": (0, 2)})
-    with pytest.raises(ConfigError, match="at least two results folders"):
-        pooled_table([one])
+    with pytest.raises(ConfigError, match="at least two strata"):
+        across_table([one])
     with pytest.raises(ConfigError, match="unknown endpoint 'final_return'"):
-        pooled_table([one, one], endpoint="final_return")
+        across_table([one, one], endpoint="final_return")
     with pytest.raises(ConfigError, match="has no run of the baseline variant=none"):
-        pooled_table([one, two])
+        across_table([one, two])
+    with pytest.raises(ConfigError, match="is given twice"):
+        across_table([one, tmp_path / "one"])
+    with pytest.raises(ConfigError, match="unknown format 'html'"):
+        render_across(across_table([one, _folder(tmp_path, "three", {"none": (1, 2)})]),
+                      fmt="html")  # fmt: skip
 
 
-def test_command_line_errors_are_one_line_with_exit_2(tmp_path):
+def test_command_line_writes_every_format_and_errors_are_one_line_with_exit_2(tmp_path):
     from typer.testing import CliRunner
 
     from cli.main import app
@@ -175,11 +327,18 @@ def test_command_line_errors_are_one_line_with_exit_2(tmp_path):
     ok = runner.invoke(app, ["pool", str(one), str(two)])
     assert ok.exit_code == 0, ok.output
     assert "scale_gradient" in ok.output and "Cochran-Mantel-Haenszel" in ok.output
+    out = tmp_path / "paper" / "pooled.tex"
+    wrote = runner.invoke(app, ["pool", str(one), str(two), "-o", str(out)])
+    assert wrote.exit_code == 0 and f"wrote {out}" in wrote.output
+    assert out.read_text().startswith("\\begin{table}")
+    as_json = runner.invoke(app, ["pool", str(one), str(two), "-f", "json"])
+    assert json.loads(as_json.output)["endpoint"] == "failed"
     for args, message in [
-        ([str(one)], "at least two results folders"),
+        ([str(one)], "at least two strata"),
         ([str(one), str(tmp_path / "nope")], "does not exist"),
         ([str(one), str(two), "-e", "grad_norm_p99"], "unknown endpoint 'grad_norm_p99'"),
         ([str(one), str(two), "--alpha", "1.5"], "alpha=1.5 is out of range"),
+        ([str(one), str(two), "-f", "html"], "unknown format 'html'"),
     ]:
         bad = runner.invoke(app, ["pool", *args])
         assert bad.exit_code == 2, (args, bad.output)
@@ -187,7 +346,7 @@ def test_command_line_errors_are_one_line_with_exit_2(tmp_path):
         assert len(bad.output.strip().splitlines()) == 1
 
 
-def test_one_informative_folder_uses_fishers_exact_test_and_excluded_runs_are_named(tmp_path):
+def test_one_informative_stratum_uses_fishers_exact_test_and_excluded_runs_are_named(tmp_path):
     # an arm in one folder only: the exact test gradlab table uses there (2/5 vs 5/5: 0.167),
     # not the chi-square (which would give 0.0495, bold at 0.05)
     single = pooled_contrast({"a": Stratum(2, 5, 5, 5)})
@@ -202,8 +361,6 @@ def test_one_informative_folder_uses_fishers_exact_test_and_excluded_runs_are_na
                     "overrides": {"variant": "none"}, "group": {"variant": "none"}, "seed": 99,
                     "task": "catch", "variant": "none", "stability": {}})
     )  # fmt: skip
-    table, caption = pooled_table([one, two])
+    table, caption = _md([one, two])
     assert "**scale_gradient**" not in table and "0.17" in table
     assert "Not runs of the design, left out of k/n: two: 1 running." in caption
-    with pytest.raises(ConfigError, match="is given twice"):
-        pooled_table([one, tmp_path / "one"])

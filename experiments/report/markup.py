@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["latex_escape", "markdown_table"]
+__all__ = ["latex_escape", "latex_stack", "latex_text", "markdown_table"]
 
 _LATEX = {
     "\\": r"\textbackslash{}",
@@ -24,6 +24,31 @@ _LATEX = {
 def latex_escape(text: str) -> str:
     """Escapes LaTeX's special characters: ``a_b -> a\\_b``, ``5% -> 5\\%``."""
     return "".join(_LATEX.get(c, c) for c in str(text))
+
+
+_UNICODE = {"↑": r"$\uparrow$", "↓": r"$\downarrow$", "≥": r"$\geq$", "α": r"$\alpha$"}
+_UNICODE.update({"—": "--", "–": "--", "Δ": r"$\Delta$", "∞": r"$\infty$", "×": r"$\times$"})
+_UNICODE.update({"−": "-", "<": "$<$"})
+
+
+def latex_text(text: str) -> str:
+    r"""Plain text as LaTeX: special characters escaped (:func:`latex_escape`), then arrows,
+    dashes, Greek letters, ``∞``, ``×`` and ``<`` as LaTeX that plain pdflatex typesets:
+    ``p<0.05 ↓ -> p$<$0.05 $\downarrow$``."""
+    text = latex_escape(text)
+    for char, tex in _UNICODE.items():
+        text = text.replace(char, tex)
+    return text
+
+
+def latex_stack(lines: list[str], align: str) -> str:
+    """One table cell of several lines (LaTeX already): a nested ``tabular`` hanging from the
+    row's baseline, aligned ``l`` or ``r``; a single line as it is."""
+    if len(lines) == 1:
+        return lines[0]
+    inner = r"\\{}".join(lines)  # {}: a line starting with [ is not a \\[length]
+    gap = r"\rule[-3pt]{0pt}{3pt}"  # a strut: space below the last line, before the next row
+    return rf"\begin{{tabular}}[t]{{@{{}}{align}@{{}}}}{inner}{gap}\end{{tabular}}"
 
 
 def _md_cell(text: str) -> str:

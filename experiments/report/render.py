@@ -32,7 +32,7 @@ import pandas as pd
 
 from experiments.errors import unknown_choice
 from experiments.report.caption import table_caption
-from experiments.report.markup import latex_escape, markdown_table
+from experiments.report.markup import latex_stack, latex_text, markdown_table
 from experiments.report.tables import METRICS
 
 if TYPE_CHECKING:
@@ -43,9 +43,6 @@ __all__ = ["FORMATS", "format_number", "format_p", "render", "table_caption"]
 FORMATS = ("md", "latex", "csv", "json")
 _DASH = "—"
 _ARROW = {True: " ↑", False: " ↓", None: ""}
-_TEX = {"↑": r"$\uparrow$", "↓": r"$\downarrow$", "≥": r"$\geq$", "α": r"$\alpha$"}
-_TEX.update({"—": "--", "–": "--", "Δ": r"$\Delta$", "∞": r"$\infty$", "×": r"$\times$"})
-_TEX.update({"−": "-", "<": "$<$"})
 _LATEX_METRICS = 3  # metric columns per LaTeX block: three stacked cells fit a 345pt text width
 
 
@@ -209,37 +206,21 @@ def _columns(
     return headers, body
 
 
-def _tex(text: str) -> str:
-    text = latex_escape(text)
-    for char, tex in _TEX.items():
-        text = text.replace(char, tex)
-    return text
-
-
-def _stack(lines: list[str], align: str) -> str:
-    """One cell of several lines: a nested ``tabular`` hanging from the row's baseline."""
-    if len(lines) == 1:
-        return lines[0]
-    inner = r"\\{}".join(lines)  # {}: a line starting with [ is not a \\[length]
-    gap = r"\rule[-3pt]{0pt}{3pt}"  # a strut: space below the last line, before the next row
-    return rf"\begin{{tabular}}[t]{{@{{}}{align}@{{}}}}{inner}{gap}\end{{tabular}}"
-
-
 def _tabular(table: pd.DataFrame, metrics: Sequence[str], *, excluded: bool) -> tuple[Styler, str]:
     """One LaTeX block: the keys and ``metrics``, each metric's cell stacked; and its column
     format."""
     headers, body = _columns(table, stacked=True, metrics=metrics, excluded=excluded)
     n_keys = len(table.attrs["shown_keys"] or ["group"])
-    columns = pd.MultiIndex.from_tuples([(_tex(a), _tex(b)) for a, b in headers])
+    columns = pd.MultiIndex.from_tuples([(latex_text(a), latex_text(b)) for a, b in headers])
     cells = []
     for line in body:
         out = []
         for j, cell in enumerate(line):
-            texts = [_tex(t) for t in (cell.tex or cell.lines)]
+            texts = [latex_text(t) for t in (cell.tex or cell.lines)]
             if cell.bold:
                 texts[0] = rf"\textbf{{{texts[0]}}}"
             texts[1:] = [rf"\scriptsize {t}" for t in texts[1:]]
-            out.append(_stack(texts, "l" if j < n_keys else "r"))
+            out.append(latex_stack(texts, "l" if j < n_keys else "r"))
         cells.append(out)
     styler = pd.DataFrame(cells, columns=columns).style.hide(axis="index")
     return styler, "@{}" + "l" * n_keys + "r" * (len(headers) - n_keys) + "@{}"
@@ -263,7 +244,7 @@ def _latex(table: pd.DataFrame, *, caption_text: str | None, label: str | None) 
         )
     head = (
         "\\begin{table}\n\\centering\n"
-        f"\\caption{{{_tex(text)}}}\n\\footnotesize\n\\setlength{{\\tabcolsep}}{{2pt}}\n"
+        f"\\caption{{{latex_text(text)}}}\n\\footnotesize\n\\setlength{{\\tabcolsep}}{{2pt}}\n"
         f"\\label{{{label}}}\n"
     )
     return head + "\\par\\medskip\n".join(tabulars) + "\\end{table}\n"

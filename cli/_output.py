@@ -1,0 +1,47 @@
+"""Where a table goes: its format from ``--format`` or ``--out``'s suffix, then stdout or the file.
+
+Shared by ``gradlab table`` and ``gradlab pool``. Bad input raises ConfigError (one line, exit 2).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from experiments.errors import ConfigError, unknown_choice
+
+__all__ = ["FORMATS", "emit", "output_format"]
+
+FORMATS = ("md", "latex", "csv", "json")
+_SUFFIX_FORMAT = {".md": "md", ".tex": "latex", ".csv": "csv", ".json": "json"}
+
+
+def output_format(fmt: str | None, out: Path | None) -> str:
+    """``fmt`` if given, else ``out``'s suffix (``.tex`` -> ``latex``), else ``md``.
+
+    Raises:
+      ConfigError: a format not in :data:`FORMATS`.
+    """
+    if fmt is None:
+        fmt = _SUFFIX_FORMAT.get(out.suffix.lower(), "md") if out is not None else "md"
+    if fmt not in FORMATS:
+        raise unknown_choice("format", fmt, FORMATS)
+    return fmt
+
+
+def emit(text: str, out: Path | None) -> None:
+    """``text`` to stdout, or to ``out`` (folders made) and ``wrote OUT`` on stdout.
+
+    Raises:
+      ConfigError: ``out`` cannot be written.
+    """
+    if out is None:
+        typer.echo(text.rstrip("\n"))
+        return
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+    except OSError as err:
+        raise ConfigError(f"cannot write '{out}': {err.strerror}") from None
+    typer.echo(f"wrote {out}")

@@ -1,0 +1,260 @@
+"""One rate endpoint across tasks: a row per variant, a column group per stratum (a task, or any
+results folder and the settings it varies), and each variant's contrast with the baseline pooled
+over the strata (``gradlab pool``).
+
+A stratum is one folder, or one setting of a folder whose runs vary a key besides the variant
+(``regime=stress`` of a main-job folder): arms are compared only within it. Its columns are what
+``gradlab table FOLDER -m ENDPOINT`` prints there, computed by the same function
+(:func:`~experiments.report.tables.summarize`): ``k/n`` and the Holm-adjusted p of Fisher's exact
+test against the baseline within the stratum, a study's registered primary tested alone and
+marked ``*``. The pooled columns come from :func:`~experiments.report.pooled.pooled_contrast`
+(Cochran-Mantel-Haenszel, Mantel-Haenszel odds ratio, Breslow-Day), Holm over the variants, or
+the one declared pooled contrast (``primary``) tested alone.
+:mod:`~experiments.report.across_render` writes it as Markdown, LaTeX, CSV or JSON.
+
+A stratum is labelled by its task when every folder holds one task and no two share one
+(``catch``, ``breakout``), else by its folder's name; a setting within a folder is added
+(``hidden_scale, regime=stress``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from experiments.errors import ConfigError, unknown_choice
+from experiments.report.pooled import PooledContrast, Stratum, pooled_contrast
+
+__all__ = ["Across", "Cell", "Column", "Pooled", "across_table"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    """One variant in one stratum: its ``k/n`` and its contrast with the stratum's baseline.
+
+    Attributes:
+      k, n: runs with the event, runs with a defined endpoint.
+      p_adjusted: Holm-adjusted within the stratum (NaN: the baseline, or no test).
+      m: the size of its family (1 for a registered primary).
+      confirmatory: a study's registered primary contrast (``*``).
+      bold: ``p_adjusted < alpha``.
+    """
+
+    k: int
+    n: int
+    p_adjusted: float = math.nan
+    m: int = 0
+    confirmatory: bool = False
+    bold: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Pooled:
+    """A variant against the baseline over every stratum that has both.
+
+    Attributes:
+      contrast: the CMH test, MH odds ratio and Breslow-Day test.
+      p_adjusted: the CMH p, Holm-adjusted over the variants (alone for the primary).
+      m: its family's size.
+      primary: the pooled contrast declared before the runs.
+      bold: ``p_adjusted < alpha``.
+    """
+
+    contrast: PooledContrast
+    p_adjusted: float
+    m: int
+    primary: bool
+    bold: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class Column:
+    """A stratum's column group: its label, folder, task, and its threshold for the caption."""
+
+    label: str
+    folder: str
+    task: str
+    threshold: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Across:
+    """The table: ``cells[(stratum label, variant)]``, ``pooled[variant]`` and what they mean."""
+
+    endpoint: str
+    key: str
+    baseline: str
+    alpha: float
+    primary: str | None
+    strata: tuple[Column, ...]
+    variants: tuple[str, ...]  # the baseline first
+    cells: dict[tuple[str, str], Cell]
+    pooled: dict[str, Pooled]
+    excluded: dict[str, str]  # folder label -> "1 failed, 2 running"
+    declared: dict[str, str]  # stratum label -> the study whose primary is marked there
+
+
+def _threshold_words(summary: pd.DataFrame) -> str:
+    a = summary.attrs
+    if a.get("no_threshold"):
+        return "no threshold: failed = unstable"
+    if a.get("threshold") is not None:
+        return f"{a['threshold']:g}"
+    return "its tasks' thresholds"
+
+
+def _confirmatory(folder: Path, endpoint: str, alpha: float) -> tuple[list | None, str | None]:
+    """A study folder's registered primary, when the pool's test is the registered one."""
+    from experiments.study.analysis import declared_analysis
+
+    declared = declared_analysis(folder)
+    if declared is None or declared.endpoint != endpoint:
+        return None, None
+    if not declared.matches(analysis="independent", rate_test="fisher", alpha=alpha):
+        return None, None
+    return declared.confirmatory, declared.study
+
+
+def across_table(
+    folders: Sequence[str | Path],
+    *,
+    endpoint: str = "failed",
+    baseline: str = "none",
+    alpha: float = 0.05,
+    key: str = "variant",
+    primary: str | None = None,
+) -> Across:
+    """The cross-stratum table of ``endpoint`` (a rate) over ``folders``.
+
+    Raises:
+      ConfigError: fewer than two strata, an endpoint that is not a rate, a folder given twice,
+        without the compared key or without the baseline, a primary arm that no folder has.
+    """
+    from experiments.report.contrasts import adjust
+    from experiments.report.results import load_results
+    from experiments.report.tables import METRICS, check_alpha, status_note, summarize
+
+    alpha = check_alpha(alpha)
+    rates = [name for name, metric in METRICS.items() if metric.rate]
+    if endpoint not in rates:
+        raise unknown_choice("endpoint", endpoint, rates)
+    if not folders:
+        raise ConfigError("a pooled table needs at least two results folders")
+    loaded, seen = [], set()
+    for folder in folders:
+        resolved = Path(folder).resolve()
+        if resolved in seen:
+            raise ConfigError(f"folder '{folder}' is given twice; each folder is one stratum")
+        seen.add(resolved)
+        loaded.append((Path(folder), load_results(folder)))
+    by_task = _task_labels([r for _, r in loaded])
+    strata, cells, excluded, declared, labels = [], {}, {}, {}, set()
+    for folder, results in loaded:
+        name = by_task.get(id(results)) or _unique(results.root.name, labels)
+        labels.add(name)
+        runs = results.averaged
+        if key not in results.runs.columns or key not in results.group_keys:
+            raise ConfigError(
+                f"folder {name!r} does not vary {key!r}; a pooled table compares arms of {key!r}"
+            )
+        if not (runs[key] == baseline).any():
+            raise ConfigError(f"folder {name!r} has no run of the baseline {key}={baseline}")
+        note = status_note(results.runs["status"])
+        if note:
+            excluded[name] = note
+        confirm, study = _confirmatory(folder, endpoint, alpha)
+        summary = summarize(
+            results,
+            metrics=[endpoint],
+            baseline=f"{key}={baseline}",
+            alpha=alpha,
+            confirmatory=confirm,
+        )
+        words = _threshold_words(summary)
+        for stratum_label, rows in summary.groupby("stratum_label", sort=False):
+            label = name if not summary.attrs["strata_keys"] else f"{name}, {stratum_label}"
+            task = ", ".join(sorted({str(t) for t in results.runs["task"].dropna()}))
+            strata.append(Column(label, str(folder), task, words))
+            for _, row in rows.iterrows():
+                cells[(label, str(row[key]))] = _cell(row, endpoint)
+                if row[f"{endpoint}_confirmatory"] and study is not None:
+                    declared[label] = study
+    if len(strata) < 2:
+        raise ConfigError(
+            "a pooled table needs at least two strata: two or more results folders, or a "
+            "folder whose runs vary a setting besides the variant"
+        )
+    order = list(dict.fromkeys(arm for _, arm in cells))
+    arms = [a for a in order if a != baseline]
+    if primary is not None and primary not in arms:
+        raise unknown_choice("primary arm", primary, arms)
+    contrasts = [pooled_contrast(_strata(cells, strata, arm, baseline)) for arm in arms]
+    families = ["primary" if a == primary else "all" for a in arms]
+    adjusted, sizes = adjust([c.pvalue for c in contrasts], families)
+    pooled = {
+        arm: Pooled(c, float(p), int(m), arm == primary, bool(np.isfinite(p) and p < alpha))
+        for arm, c, p, m in zip(arms, contrasts, adjusted, sizes, strict=True)
+    }
+    return Across(
+        endpoint=endpoint,
+        key=key,
+        baseline=baseline,
+        alpha=alpha,
+        primary=primary,
+        strata=tuple(strata),
+        variants=(baseline, *arms),
+        cells=cells,
+        pooled=pooled,
+        excluded=excluded,
+        declared=declared,
+    )
+
+
+def _cell(row: pd.Series, endpoint: str) -> Cell:
+    k, n = int(row[f"{endpoint}_k"]), int(row[f"{endpoint}_n"])
+    if row["is_baseline"]:
+        return Cell(k, n)
+    p = float(row[f"{endpoint}_p_adjusted"])
+    return Cell(
+        k,
+        n,
+        p_adjusted=p,
+        m=int(row[f"{endpoint}_m"]),
+        confirmatory=bool(row[f"{endpoint}_confirmatory"]),
+        bold=bool(row[f"{endpoint}_bold"]),
+    )
+
+
+def _strata(cells, strata, arm: str, baseline: str) -> dict[str, Stratum]:
+    """Each stratum's 2x2 counts of ``arm`` against ``baseline``, where both have runs."""
+    out = {}
+    for s in strata:
+        a, b = cells.get((s.label, arm)), cells.get((s.label, baseline))
+        if a is not None and b is not None and a.n and b.n:
+            out[s.label] = Stratum(a.k, a.n, b.k, b.n)
+    return out
+
+
+def _task_labels(results: Sequence) -> dict[int, str]:
+    """``id(results) -> task`` when every folder holds one task and no two share one; else {}."""
+    tasks = []
+    for r in results:
+        names = {str(t) for t in r.runs["task"].dropna()}
+        if len(names) != 1:
+            return {}
+        tasks.append(names.pop())
+    if len(set(tasks)) < len(tasks):
+        return {}
+    return {id(r): t for r, t in zip(results, tasks, strict=True)}
+
+
+def _unique(name: str, seen: set[str]) -> str:
+    label, n = name, 2
+    while label in seen:
+        label, n = f"{name} ({n})", n + 1
+    return label

@@ -1,0 +1,237 @@
+"""``gradlab pool``'s table (:class:`~experiments.report.across.Across`) as Markdown, LaTeX, CSV
+or JSON, with its caption.
+
+Markdown: a column per stratum's ``k/n`` and ``p_adj``, then the pooled odds ratio, CMH p_adj and
+Breslow-Day p, caption below. LaTeX: a ``table`` float that needs only booktabs, one column per
+stratum (``k/n`` with its ``p`` below, a stacked cell) under the stratum's label, and the pooled
+group, so three tasks fit a one-column text width. CSV and JSON: one record per variant and
+stratum and one per variant pooled, every number (NaN as an empty cell or null).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import pandas as pd
+
+from experiments.errors import unknown_choice
+from experiments.report.across import Across
+from experiments.report.markup import latex_stack, latex_text, markdown_table
+from experiments.report.pooled import PooledContrast
+from experiments.report.render import format_number, format_p
+
+__all__ = ["FORMATS", "across_caption", "across_records", "render_across"]
+
+FORMATS = ("md", "latex", "csv", "json")
+_DASH = "—"
+
+
+def _ratio(value: float) -> str:
+    return "∞" if value == math.inf else format_number(value)
+
+
+def _ci(c: PooledContrast) -> str:
+    low, high = c.odds_ratio_ci
+    return f"[{_ratio(low)}, {_ratio(high)}]"
+
+
+def _p(value: float, t: Across, star: bool) -> str:
+    text = format_p(value, alpha=t.alpha)
+    return text + ("*" if star and text != _DASH else "")
+
+
+def _rows(t: Across) -> list[dict]:
+    """Per variant: its name and bold, per stratum ``(k/n, bold, p_adj)``, and the pooled
+    ``(odds ratio, CI, CMH p_adj, Breslow-Day p)``; texts, ``base`` for the baseline."""
+    rows = []
+    for variant in t.variants:
+        is_base = variant == t.baseline
+        pooled = t.pooled.get(variant)
+        strata = []
+        for s in t.strata:
+            cell = t.cells.get((s.label, variant))
+            if cell is None:
+                strata.append((_DASH, False, _DASH))
+                continue
+            p = "base" if is_base else _p(cell.p_adjusted, t, cell.confirmatory)
+            strata.append((f"{cell.k}/{cell.n}", cell.bold, p))
+        if is_base:
+            summary = ("base", "", "base", "base")
+        else:
+            c = pooled.contrast
+            p = _p(pooled.p_adjusted, t, pooled.primary)
+            summary = (_ratio(c.odds_ratio), _ci(c), p, format_p(c.homogeneity_p))
+        rows.append(
+            {"name": variant, "bold": bool(pooled and pooled.bold), "strata": strata,
+             "pooled": summary}
+        )  # fmt: skip
+    return rows
+
+
+def _thresholds(t: Across) -> str:
+    words = {s.threshold for s in t.strata}
+    if len(words) == 1:
+        return words.pop()
+    return "; ".join(f"{s.label}: {s.threshold}" for s in t.strata)
+
+
+def across_caption(t: Across) -> str:
+    """What every column, test and correction is, with the numbers used."""
+    n_arms = max((p.m for p in t.pooled.values() if not p.primary), default=0)
+    arms_word = "variant" if n_arms == 1 else "variants"
+    declared = "" if t.primary is None else f" other than {t.primary}"
+    meaning = (
+        f"failed: unstable, or never reached the task's return threshold ({_thresholds(t)}). "
+        if t.endpoint == "failed"
+        else ""
+    )
+    left_out = [
+        f"{variant} in {label}" for variant, p in t.pooled.items() for label in p.contrast.left_out
+    ]
+    notes = ""
+    if left_out:
+        notes += f" Adding nothing (all events or none in both arms): {'; '.join(left_out)}."
+    if t.excluded:
+        listed = "; ".join(f"{label}: {note}" for label, note in t.excluded.items())
+        notes += f" Not runs of the design, left out of k/n: {listed}."
+    marked = ""
+    if t.declared:
+        studies = "; ".join(f"{label} (study {study})" for label, study in t.declared.items())
+        marked = (
+            " Within a stratum, *: that study's registered primary contrast, tested alone "
+            f"(m = 1): {studies}."
+        )
+    status = (
+        "The pooled contrasts are exploratory unless a study declared this pooled test."
+        if t.primary is None
+        else f"Pooled *: {t.key}={t.primary} on {t.endpoint}, the pooled contrast declared "
+        "before the runs, tested alone (m = 1); every other pooled row is exploratory."
+    )
+    return (
+        f"{meaning}{t.endpoint}: k of n runs per stratum, every completed or diverged run "
+        f"counted. Per stratum, p_adj: each {t.key} against {t.key}={t.baseline} there, "
+        "two-sided Fisher's exact test, Holm-adjusted over the stratum's variants, as gradlab "
+        f"table gives it.{marked} Pooled over the {len(t.strata)} strata, stratified by "
+        "stratum: Mantel-Haenszel odds ratio (OR; below 1: fewer events than the baseline) "
+        "with its Robins-Breslow-Greenland 95% CI; Cochran-Mantel-Haenszel test (asymptotic, "
+        "no continuity correction; a variant with one informative stratum: Fisher's exact test "
+        f"of that stratum), Holm-adjusted over the {n_arms} {arms_word}{declared}; Breslow-Day "
+        "test of equal odds ratios across the strata with Tarone's adjustment (BD; a small p: "
+        "the effect differs between them). A stratum where both arms are all events or all "
+        f"non-events adds nothing to the pooled test.{notes} {status} Bold: a k/n whose p_adj "
+        f"< alpha = {t.alpha:g} in its stratum; a {t.key} whose pooled CMH p_adj < alpha; "
+        "nothing else."
+    )
+
+
+def _markdown(t: Across) -> str:
+    header = [t.key]
+    for s in t.strata:
+        header += [f"{s.label} k/n", f"{s.label} p_adj"]
+    header += ["pooled OR [95% CI]", "pooled CMH p_adj", "pooled BD p"]
+    body = []
+    for row in _rows(t):
+        line = [f"**{row['name']}**" if row["bold"] else row["name"]]
+        for kn, bold, p in row["strata"]:
+            line += [f"**{kn}**" if bold else kn, p]
+        odds, ci, p, bd = row["pooled"]
+        line += [f"{odds} {ci}".strip(), p, bd]
+        body.append(line)
+    align = ["left"] + ["right"] * (len(header) - 1)
+    return markdown_table(header, body, align=align) + f"\n\n{across_caption(t)}\n"
+
+
+def _latex(t: Across) -> str:
+    headers = [("", t.key)] + [(s.label, "k/n, p") for s in t.strata]
+    headers += [("pooled", "OR [95% CI]"), ("pooled", "CMH p"), ("pooled", "BD p")]
+    body = []
+    for row in _rows(t):
+        name = latex_text(row["name"])
+        line = [rf"\textbf{{{name}}}" if row["bold"] else name]
+        for kn, bold, p in row["strata"]:
+            first = rf"\textbf{{{latex_text(kn)}}}" if bold else latex_text(kn)
+            below = [] if p == _DASH else [rf"\scriptsize {latex_text(p)}"]
+            line.append(latex_stack([first, *below], "r"))
+        odds, ci, p, bd = row["pooled"]
+        below = [rf"\scriptsize {latex_text(ci)}"] if ci else []
+        line += [latex_stack([latex_text(odds), *below], "r"), latex_text(p), latex_text(bd)]
+        body.append(line)
+    columns = pd.MultiIndex.from_tuples([(latex_text(a), latex_text(b)) for a, b in headers])
+    styler = pd.DataFrame(body, columns=columns).style.hide(axis="index")
+    tabular = styler.to_latex(
+        hrules=True,
+        column_format="@{}l" + "r" * (len(headers) - 1) + "@{}",
+        multicol_align="c",
+    )
+    return (
+        "\\begin{table}\n\\centering\n"
+        f"\\caption{{{latex_text(across_caption(t))}}}\n\\footnotesize\n"
+        f"\\setlength{{\\tabcolsep}}{{3pt}}\n\\label{{tab:pooled_{t.endpoint}}}\n"
+        f"{tabular}\\end{{table}}\n"
+    )
+
+
+def across_records(t: Across) -> list[dict]:
+    """One record per variant and stratum (``k``, ``n``, ``p_adjusted``, ``m``,
+    ``confirmatory``, ``bold``), then one per variant with ``stratum`` ``pooled`` (the odds
+    ratio and its CI, the CMH statistic, p and p_adjusted, m, Breslow-Day p)."""
+    out = []
+    for variant in t.variants:
+        for s in t.strata:
+            cell = t.cells.get((s.label, variant))
+            if cell is not None:
+                out.append(
+                    {t.key: variant, "stratum": s.label, "task": s.task, "folder": s.folder,
+                     **dataclasses.asdict(cell)}
+                )  # fmt: skip
+        pooled = t.pooled.get(variant)
+        if pooled is not None:
+            c = pooled.contrast
+            out.append(
+                {t.key: variant, "stratum": "pooled", "odds_ratio": c.odds_ratio,
+                 "odds_ratio_low": c.odds_ratio_ci[0], "odds_ratio_high": c.odds_ratio_ci[1],
+                 "statistic": c.statistic, "p": c.pvalue, "p_adjusted": pooled.p_adjusted,
+                 "m": pooled.m, "confirmatory": pooled.primary, "bold": pooled.bold,
+                 "breslow_day_p": c.homogeneity_p, "left_out": "; ".join(c.left_out)}
+            )  # fmt: skip
+    return out
+
+
+def _finite(value):
+    """NaN and infinities as null (JSON has neither), in nested dicts and lists."""
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def render_across(t: Across, *, fmt: str) -> str:
+    """The table as ``md``, ``latex``, ``csv`` or ``json``.
+
+    Raises:
+      ConfigError: an unknown format.
+    """
+    if fmt == "md":
+        return _markdown(t)
+    if fmt == "latex":
+        return _latex(t)
+    if fmt == "csv":
+        return pd.DataFrame(across_records(t)).to_csv(index=False)
+    if fmt == "json":
+        meta = {
+            "endpoint": t.endpoint,
+            "key": t.key,
+            "baseline": t.baseline,
+            "alpha": t.alpha,
+            "primary": t.primary,
+            "strata": [dataclasses.asdict(s) for s in t.strata],
+            "excluded": t.excluded,
+            "caption": across_caption(t),
+        }
+        return json.dumps(_finite({**meta, "rows": across_records(t)}), indent=2, allow_nan=False)
+    raise unknown_choice("format", fmt, FORMATS)
