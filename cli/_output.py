@@ -6,15 +6,28 @@ Shared by ``gradlab table`` and ``gradlab pool``. Bad input raises ConfigError (
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
 from experiments.errors import ConfigError, unknown_choice
 
-__all__ = ["FORMATS", "emit", "output_format"]
+__all__ = ["FORMATS", "FormatOption", "OutOption", "emit", "output_format"]
 
 FORMATS = ("md", "latex", "csv", "json")
 _SUFFIX_FORMAT = {".md": "md", ".tex": "latex", ".csv": "csv", ".json": "json"}
+
+FormatOption = Annotated[
+    str | None,
+    typer.Option(
+        "--format", "-f", help="md | latex | csv | json (default: from --out's suffix, else md)."
+    ),
+]
+"""The ``--format`` option of a command that writes a table."""
+OutOption = Annotated[
+    Path | None, typer.Option("--out", "-o", help="Write here instead of stdout.")
+]
+"""The ``--out`` option of a command that writes a table."""
 
 
 def output_format(fmt: str | None, out: Path | None) -> str:

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from cli._errors import guarded
-from cli._output import emit, output_format
+from cli._output import FormatOption, OutOption, emit, output_format
 
 __all__ = ["pool"]
 
@@ -36,17 +36,8 @@ def pool(
             "(m = 1), marked *; Holm over the others.",
         ),
     ] = None,
-    fmt: Annotated[
-        str | None,
-        typer.Option(
-            "--format",
-            "-f",
-            help="md | latex | csv | json (default: from --out's suffix, else md).",
-        ),
-    ] = None,
-    out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Write here instead of stdout.")
-    ] = None,
+    fmt: FormatOption = None,
+    out: OutOption = None,
 ) -> None:
     """One table across tasks: a row per variant; per stratum (a folder, or a setting a folder
     varies, e.g. regime=stress) its k/n on a rate endpoint and its contrast with the baseline

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from cli._errors import guarded
-from cli._output import emit, output_format
+from cli._output import FormatOption, OutOption, emit, output_format
 from experiments.errors import ConfigError
 
 __all__ = ["plot", "table"]
@@ -64,14 +64,7 @@ def table(
     results_dir: Annotated[
         Path, typer.Argument(help="An ablation's results folder, e.g. results/hidden_scale.")
     ],
-    fmt: Annotated[
-        str | None,
-        typer.Option(
-            "--format",
-            "-f",
-            help="md | latex | csv | json (default: from --out's suffix, else md).",
-        ),
-    ] = None,
+    fmt: FormatOption = None,
     metrics: Annotated[
         list[str] | None,
         typer.Option(
@@ -121,9 +114,7 @@ def table(
             "mean return of the task's uniformly random policy, from the task registry).",
         ),
     ] = None,
-    out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Write here instead of stdout.")
-    ] = None,
+    out: OutOption = None,
 ) -> None:
     """Per group: failed and unstable k/n (exact 95% CI), final return over every run, steps to
     threshold (Kaplan-Meier median), gradient norm p99, hidden-norm growth; beside each, the
