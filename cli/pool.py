@@ -62,4 +62,6 @@ def pool(
     table = across_table(
         folders, endpoint=endpoint, baseline=baseline, alpha=alpha, primary=primary
     )
+    for note in table.notes:
+        typer.echo(note, err=True)
     emit(render_across(table, fmt=fmt), out)

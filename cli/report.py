@@ -39,24 +39,30 @@ def _number(option: str, text: str | None, *, unit: bool = False) -> float | Non
 
 
 def _declared(
-    results_dir: Path, metrics: list[str], *, analysis: str, rate_test: str, alpha: float
+    results_dir: Path,
+    metrics: list[str],
+    *,
+    analysis: str,
+    rate_test: str,
+    alpha: float,
+    baseline: str | None,
 ) -> list | None:
     """A study's folder: its registered primary contrast, confirmatory when the table shows its
-    endpoint with the registered analysis; with another analysis (a sensitivity analysis)
+    endpoint with the registered analysis and baseline; otherwise (a sensitivity analysis)
     nothing is, and one note says so on stderr."""
-    from experiments.study.analysis import declared_analysis
+    from experiments.study.analysis import registered_contrast
 
-    declared = declared_analysis(results_dir)
-    if declared is None or declared.endpoint not in metrics:
-        return None
-    if declared.matches(analysis=analysis, rate_test=rate_test, alpha=alpha):
-        return declared.confirmatory
-    typer.echo(
-        f"note: not study {declared.study}'s registered analysis ({declared.analysis}, "
-        f"{declared.rate_test}, alpha {declared.alpha}): every contrast is exploratory",
-        err=True,
+    confirmatory, _, note = registered_contrast(
+        results_dir,
+        metrics,
+        analysis=analysis,
+        rate_test=rate_test,
+        alpha=alpha,
+        baseline=baseline,
     )
-    return None
+    if note:
+        typer.echo(note, err=True)
+    return confirmatory
 
 
 @guarded
@@ -150,7 +156,7 @@ def table(
     results = load_results(results_dir)
     shown = _split(metrics) or list(DEFAULT_METRICS)
     confirmatory = _declared(
-        results_dir, shown, analysis=analysis, rate_test=rate_test, alpha=level
+        results_dir, shown, analysis=analysis, rate_test=rate_test, alpha=level, baseline=baseline
     )
     summary = summarize(
         results,

@@ -6,6 +6,7 @@ one-line errors."""
 import json
 import math
 
+import numpy as np
 import pytest
 from scipy import stats
 
@@ -225,23 +226,105 @@ def test_declared_primary_is_tested_alone_and_marked(tmp_path):
         across_table([one, two], primary="lr_scale")
 
 
+def _register(folder, *, baseline="none", alpha=0.05):
+    design = {"name": f"{folder.name}_study", "baseline": baseline,
+              "primary": {"arm": "scale_gradient", "endpoint": "failed", "test": "fisher",
+                          "alpha": alpha}}  # fmt: skip
+    (folder / "preregistration.json").write_text(json.dumps({"design": design}))
+
+
 def test_a_studys_registered_primary_is_starred_in_its_stratum(tmp_path):
-    one = _folder(tmp_path, "one", {"none": (6, 10), "scale_gradient": (2, 10), "maxnorm": (5, 10)})
-    two = _folder(tmp_path, "two", {"none": (5, 8), "scale_gradient": (1, 8)})
-    design = {"name": "one_study", "primary": {"arm": "scale_gradient", "endpoint": "failed",
-                                               "test": "fisher", "alpha": 0.05}}  # fmt: skip
-    (one / "preregistration.json").write_text(json.dumps({"design": design}))
+    # maxnorm fails as often as scale_gradient: alone in the exploratory family (m = 1) its p is
+    # the raw p; had the primary stayed in the family (m = 2) it would be doubled
+    counts = {"none": (6, 10), "scale_gradient": (2, 10), "maxnorm": (2, 10)}
+    one = _folder(tmp_path, "one", counts)
+    two = _folder(tmp_path, "two", {"none": (5, 8), "scale_gradient": (1, 8), "maxnorm": (5, 8)})
+    _register(one)
     table, caption = _md([one, two])
     row = {name.strip("*"): cells for name, cells in _rows(table)[1].items()}
-    raw = stats.fisher_exact([[2, 8], [6, 4]]).pvalue  # alone: m = 1, unadjusted
+    raw = stats.fisher_exact([[2, 8], [6, 4]]).pvalue
+    assert 0.05 < raw < 0.5 and format_p(raw, alpha=0.05) != format_p(2 * raw, alpha=0.05)
     assert row["scale_gradient"][2] == format_p(raw, alpha=0.05) + "*"
-    maxnorm = stats.fisher_exact([[5, 5], [6, 4]]).pvalue  # alone in its family too (m = 1)
-    assert row["maxnorm"][2] == format_p(maxnorm, alpha=0.05)
+    assert row["maxnorm"][2] == format_p(raw, alpha=0.05)
     assert "*" not in row["scale_gradient"][4]  # the other folder registered nothing
     assert "one (study one_study)" in caption
     # on another endpoint than the registered one nothing is confirmatory
     unstable = render_across(across_table([one, two], endpoint="unstable"), fmt="md")
     assert "*" not in unstable.split("\n\n")[0].replace("**", "")
+
+
+@pytest.mark.parametrize(("options", "why"), [({"baseline": "maxnorm"}, "baseline none"),
+                                              ({"alpha": 0.01}, "alpha 0.05")])  # fmt: skip
+def test_another_baseline_or_alpha_than_registered_stars_nothing_and_says_so(
+    tmp_path, options, why
+):
+    counts = {"none": (6, 10), "scale_gradient": (2, 10), "maxnorm": (5, 10)}
+    one, two = _folder(tmp_path, "one", counts), _folder(tmp_path, "two", counts)
+    _register(one)
+    across = across_table([one, two], **options)
+    assert not any(cell.confirmatory for cell in across.cells.values())
+    assert across.declared == {}
+    assert len(across.notes) == 1 and why in across.notes[0] and "one_study" in across.notes[0]
+    # gradlab table on the study's folder says the same, the same way
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    args = ["-b", options["baseline"]] if "baseline" in options else ["--alpha", "0.01"]
+    result = CliRunner().invoke(app, ["table", str(one), "-m", "failed", *args])
+    assert result.exit_code == 0, result.output
+    assert "not study one_study's registered analysis" in result.output
+    assert "*" not in result.output.split("\n\n")[0].replace("**", "")
+
+
+def test_an_arm_without_a_defined_endpoint_adds_nothing_and_is_named(tmp_path):
+    one = _folder(tmp_path, "one", {"none": (6, 10), "scale_gradient": (2, 10)})
+    two = _folder(tmp_path, "two", {"none": (5, 8), "scale_gradient": (1, 8)})
+    for folder in (one, two):  # runs whose stability was never measured: failed undefined
+        for seed in (50, 51):
+            job = folder / f"variant=blind__seed={seed}"
+            job.mkdir()
+            (job / "summary.json").write_text(json.dumps({
+                "status": "completed", "job": job.name, "ablation": folder.name,
+                "overrides": {"variant": "blind"}, "group": {"variant": "blind"}, "seed": seed,
+                "task": "catch", "variant": "blind", "threshold": 0.9, "training_steps": 100,
+                "steps": 100, "stability": {}}))  # fmt: skip
+    across = across_table([one, two])
+    blind = across.pooled["blind"]
+    assert blind.contrast.test == "none" and math.isnan(blind.p_adjusted)
+    assert blind.contrast.left_out == ("one", "two")
+    assert (across.cells[("one", "blind")].k, across.cells[("one", "blind")].n) == (0, 0)
+    assert "Adding nothing to the pooled test: blind in one; blind in two." in _md([one, two])[1]
+    # the other arm's pooled test is unchanged by it (Holm over the arms with a test: m = 1)
+    assert across.pooled["scale_gradient"].m == 1
+
+
+def test_a_stratum_is_one_task_and_labels_stay_unique(tmp_path):
+    mixed = tmp_path / "mixed"
+    for seed, task in enumerate(["catch", "catch", "cartpole", "cartpole"]):
+        for variant in ("none", "scale_gradient"):
+            _write(mixed, variant, seed, unstable=False, reached=True, task=task)
+    other = _folder(tmp_path, "other", {"none": (1, 2), "scale_gradient": (0, 2)})
+    with pytest.raises(ConfigError, match=r"stratum 'mixed' holds runs of several tasks "
+                       r"\(cartpole, catch\)"):  # fmt: skip
+        across_table([mixed, other])
+    # two folders of one name (and one task): told apart by a number
+    first = _folder(tmp_path / "a", "study", {"none": (1, 2), "scale_gradient": (0, 2)})
+    second = _folder(tmp_path / "b", "study", {"none": (2, 2), "scale_gradient": (0, 2)})
+    assert [s.label for s in across_table([first, second]).strata] == ["study", "study (2)"]
+
+
+def test_infinite_odds_ratio_is_written_as_inf(tmp_path):
+    # the baseline never fails and the arm does: the MH odds ratio's denominator is 0
+    one = _folder(tmp_path, "one", {"none": (0, 5), "scale_gradient": (3, 5)})
+    two = _folder(tmp_path, "two", {"none": (0, 5), "scale_gradient": (2, 5)})
+    across = across_table([one, two])
+    assert across.pooled["scale_gradient"].contrast.odds_ratio == math.inf
+    pooled = [r for r in json.loads(render_across(across, fmt="json"))["rows"]
+              if r["stratum"] == "pooled"]  # fmt: skip
+    assert pooled[0]["odds_ratio"] == "inf"
+    assert "∞" in _md([one, two])[0]
+    assert r"$\infty$" in render_across(across, fmt="latex")
 
 
 def test_csv_json_and_latex(tmp_path):
@@ -260,10 +343,16 @@ def test_csv_json_and_latex(tmp_path):
 
     frame = pd.read_csv(io.StringIO(csv))
     pooled = frame[frame["stratum"] == "pooled"].set_index("variant")
-    assert pooled.loc["scale_gradient", "p_adjusted"] == pytest.approx(
-        across.pooled["scale_gradient"].p_adjusted
-    )
+    # the declared arm alone (m = 1): its CMH p over the three 1/5 vs 4/5 strata, by statsmodels
+    from statsmodels.stats.contingency_tables import StratifiedTable
+
+    strata = np.stack([np.array([[1, 4], [4, 1]], dtype=float)] * 3, axis=2)
+    cmh = StratifiedTable(strata).test_null_odds(correction=False).pvalue
+    assert pooled.loc["scale_gradient", "p_adjusted"] == pytest.approx(cmh, rel=1e-9)
     assert bool(pooled.loc["scale_gradient", "confirmatory"])
+    rows = frame[frame["stratum"] == "breakout"].set_index("variant")
+    assert rows.loc["clipnorm", ["k", "n"]].tolist() == [3, 5]
+    assert ",3,5," in csv  # counts as integers, not 3.0,5.0
     data = json.loads(render_across(across, fmt="json"))
     assert [s["label"] for s in data["strata"]] == ["cartpole", "breakout", "space_invaders"]
     base = [r for r in data["rows"] if r["variant"] == "none"]
@@ -271,9 +360,10 @@ def test_csv_json_and_latex(tmp_path):
     tex = render_across(across, fmt="latex")
     # each task heads its own column group; the pooled group heads three columns
     assert r"& cartpole & breakout & space\_invaders & \multicolumn{3}{c}{pooled} \\" in tex
-    if _engine() is not None:
-        log = _compile(tex, tmp_path)
-        assert "Overfull \\hbox" not in log  # three tasks fit a one-column text width
+    if _engine() is None:
+        pytest.skip("no LaTeX engine (pdflatex, lualatex, tectonic) to compile the table")
+    log = _compile(tex, tmp_path)
+    assert "Overfull \\hbox" not in log  # three tasks fit a one-column text width
 
 
 def _engine():
@@ -362,5 +452,7 @@ def test_one_informative_stratum_uses_fishers_exact_test_and_excluded_runs_are_n
                     "task": "catch", "variant": "none", "stability": {}})
     )  # fmt: skip
     table, caption = _md([one, two])
-    assert "**scale_gradient**" not in table and "0.17" in table
+    _, row = _rows(table)
+    assert "**scale_gradient**" not in table
+    assert row["scale_gradient"][-2] == "0.17"  # pooled: Fisher's 1/6, unadjusted (one arm)
     assert "Not runs of the design, left out of k/n: two: 1 running." in caption

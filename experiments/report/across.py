@@ -14,7 +14,8 @@ the one declared pooled contrast (``primary``) tested alone.
 
 A stratum is labelled by its task when every folder holds one task and no two share one
 (``catch``, ``breakout``), else by its folder's name; a setting within a folder is added
-(``hidden_scale, regime=stress``).
+(``catch, stress``; ``hidden_scale, stress``). A stratum is always one task: a folder whose runs
+mix tasks without sweeping ``task`` is refused rather than lumped.
 """
 
 from __future__ import annotations
@@ -97,27 +98,23 @@ class Across:
     pooled: dict[str, Pooled]
     excluded: dict[str, str]  # folder label -> "1 failed, 2 running"
     declared: dict[str, str]  # stratum label -> the study whose primary is marked there
+    notes: tuple[str, ...] = ()  # a study folder tabled with another analysis than registered
 
 
-def _threshold_words(summary: pd.DataFrame) -> str:
-    a = summary.attrs
-    if a.get("no_threshold"):
+def _threshold_words(runs: pd.DataFrame) -> str:
+    """A stratum's threshold for the caption: ``475``, or none (failed = unstable)."""
+    values = sorted({float(v) for v in runs["threshold"].dropna()})
+    if not values:
         return "no threshold: failed = unstable"
-    if a.get("threshold") is not None:
-        return f"{a['threshold']:g}"
-    return "its tasks' thresholds"
+    return ", ".join(f"{v:g}" for v in values)
 
 
-def _confirmatory(folder: Path, endpoint: str, alpha: float) -> tuple[list | None, str | None]:
-    """A study folder's registered primary, when the pool's test is the registered one."""
-    from experiments.study.analysis import declared_analysis
-
-    declared = declared_analysis(folder)
-    if declared is None or declared.endpoint != endpoint:
-        return None, None
-    if not declared.matches(analysis="independent", rate_test="fisher", alpha=alpha):
-        return None, None
-    return declared.confirmatory, declared.study
+def _stratum_runs(results, summary: pd.DataFrame, row: pd.Series) -> pd.DataFrame:
+    """The folder's runs of the stratum ``row`` belongs to (every status)."""
+    runs = results.runs
+    for k in summary.attrs["strata_keys"]:
+        runs = runs[runs[k].astype(str) == str(row[k])]
+    return runs
 
 
 def across_table(
@@ -133,11 +130,13 @@ def across_table(
 
     Raises:
       ConfigError: fewer than two strata, an endpoint that is not a rate, a folder given twice,
-        without the compared key or without the baseline, a primary arm that no folder has.
+        without the compared key or without the baseline, a stratum holding several tasks, no
+        variant besides the baseline, a primary arm that no folder has.
     """
     from experiments.report.contrasts import adjust
     from experiments.report.results import load_results
     from experiments.report.tables import METRICS, check_alpha, status_note, summarize
+    from experiments.study.analysis import registered_contrast
 
     alpha = check_alpha(alpha)
     rates = [name for name, metric in METRICS.items() if metric.rate]
@@ -153,7 +152,7 @@ def across_table(
         seen.add(resolved)
         loaded.append((Path(folder), load_results(folder)))
     by_task = _task_labels([r for _, r in loaded])
-    strata, cells, excluded, declared, labels = [], {}, {}, {}, set()
+    strata, cells, excluded, declared, notes, labels = [], {}, {}, {}, [], set()
     for folder, results in loaded:
         name = by_task.get(id(results)) or _unique(results.root.name, labels)
         labels.add(name)
@@ -167,7 +166,16 @@ def across_table(
         note = status_note(results.runs["status"])
         if note:
             excluded[name] = note
-        confirm, study = _confirmatory(folder, endpoint, alpha)
+        confirm, study, sensitivity = registered_contrast(
+            folder,
+            [endpoint],
+            analysis="independent",
+            rate_test="fisher",
+            alpha=alpha,
+            baseline=baseline if key == "variant" else f"{key}={baseline}",
+        )
+        if sensitivity:
+            notes.append(sensitivity)
         summary = summarize(
             results,
             metrics=[endpoint],
@@ -175,15 +183,20 @@ def across_table(
             alpha=alpha,
             confirmatory=confirm,
         )
-        words = _threshold_words(summary)
         for stratum_label, rows in summary.groupby("stratum_label", sort=False):
             label = name if not summary.attrs["strata_keys"] else f"{name}, {stratum_label}"
-            task = ", ".join(sorted({str(t) for t in results.runs["task"].dropna()}))
-            strata.append(Column(label, str(folder), task, words))
+            members = _stratum_runs(results, summary, rows.iloc[0])
+            tasks = sorted({str(t) for t in members["task"].dropna()})
+            if len(tasks) > 1:
+                raise ConfigError(
+                    f"stratum {label!r} holds runs of several tasks ({', '.join(tasks)}); a "
+                    "stratum is one task: give one folder per task"
+                )
+            strata.append(Column(label, str(folder), "".join(tasks), _threshold_words(members)))
             for _, row in rows.iterrows():
                 cells[(label, str(row[key]))] = _cell(row, endpoint)
                 if row[f"{endpoint}_confirmatory"] and study is not None:
-                    declared[label] = study
+                    declared[label] = study.study
     if len(strata) < 2:
         raise ConfigError(
             "a pooled table needs at least two strata: two or more results folders, or a "
@@ -191,6 +204,10 @@ def across_table(
         )
     order = list(dict.fromkeys(arm for _, arm in cells))
     arms = [a for a in order if a != baseline]
+    if not arms:
+        raise ConfigError(
+            f"no {key} besides the baseline {key}={baseline} in any folder: nothing to compare"
+        )
     if primary is not None and primary not in arms:
         raise unknown_choice("primary arm", primary, arms)
     contrasts = [pooled_contrast(_strata(cells, strata, arm, baseline)) for arm in arms]
@@ -212,6 +229,7 @@ def across_table(
         pooled=pooled,
         excluded=excluded,
         declared=declared,
+        notes=tuple(notes),
     )
 
 
@@ -231,11 +249,12 @@ def _cell(row: pd.Series, endpoint: str) -> Cell:
 
 
 def _strata(cells, strata, arm: str, baseline: str) -> dict[str, Stratum]:
-    """Each stratum's 2x2 counts of ``arm`` against ``baseline``, where both have runs."""
+    """Each stratum's 2x2 counts of ``arm`` against ``baseline``, where both are; a stratum
+    where either has no run with a defined endpoint is kept, adds nothing and is named."""
     out = {}
     for s in strata:
         a, b = cells.get((s.label, arm)), cells.get((s.label, baseline))
-        if a is not None and b is not None and a.n and b.n:
+        if a is not None and b is not None:
             out[s.label] = Stratum(a.k, a.n, b.k, b.n)
     return out
 

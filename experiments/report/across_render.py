@@ -5,7 +5,8 @@ Markdown: a column per stratum's ``k/n`` and ``p_adj``, then the pooled odds rat
 Breslow-Day p, caption below. LaTeX: a ``table`` float that needs only booktabs, one column per
 stratum (``k/n`` with its ``p`` below, a stacked cell) under the stratum's label, and the pooled
 group, so three tasks fit a one-column text width. CSV and JSON: one record per variant and
-stratum and one per variant pooled, every number (NaN as an empty cell or null).
+stratum and one per variant pooled, every number (undefined as an empty cell or null; an
+infinite odds ratio as ``inf``).
 """
 
 from __future__ import annotations
@@ -82,6 +83,7 @@ def across_caption(t: Across) -> str:
     n_arms = max((p.m for p in t.pooled.values() if not p.primary), default=0)
     arms_word = "variant" if n_arms == 1 else "variants"
     declared = "" if t.primary is None else f" other than {t.primary}"
+    holm = f"Holm-adjusted over the {n_arms} {arms_word}{declared}" if n_arms else "unadjusted"
     meaning = (
         f"failed: unstable, or never reached the task's return threshold ({_thresholds(t)}). "
         if t.endpoint == "failed"
@@ -92,7 +94,7 @@ def across_caption(t: Across) -> str:
     ]
     notes = ""
     if left_out:
-        notes += f" Adding nothing (all events or none in both arms): {'; '.join(left_out)}."
+        notes += f" Adding nothing to the pooled test: {'; '.join(left_out)}."
     if t.excluded:
         listed = "; ".join(f"{label}: {note}" for label, note in t.excluded.items())
         notes += f" Not runs of the design, left out of k/n: {listed}."
@@ -110,17 +112,19 @@ def across_caption(t: Across) -> str:
         "before the runs, tested alone (m = 1); every other pooled row is exploratory."
     )
     return (
-        f"{meaning}{t.endpoint}: k of n runs per stratum, every completed or diverged run "
-        f"counted. Per stratum, p_adj: each {t.key} against {t.key}={t.baseline} there, "
+        f"{meaning}{t.endpoint}: k of n runs per stratum, n every completed or diverged run "
+        f"whose {t.endpoint} is defined. Per stratum, p_adj: each {t.key} against "
+        f"{t.key}={t.baseline} there, "
         "two-sided Fisher's exact test, Holm-adjusted over the stratum's variants, as gradlab "
         f"table gives it.{marked} Pooled over the {len(t.strata)} strata, stratified by "
         "stratum: Mantel-Haenszel odds ratio (OR; below 1: fewer events than the baseline) "
         "with its Robins-Breslow-Greenland 95% CI; Cochran-Mantel-Haenszel test (asymptotic, "
         "no continuity correction; a variant with one informative stratum: Fisher's exact test "
-        f"of that stratum), Holm-adjusted over the {n_arms} {arms_word}{declared}; Breslow-Day "
+        f"of that stratum), {holm}; Breslow-Day "
         "test of equal odds ratios across the strata with Tarone's adjustment (BD; a small p: "
-        "the effect differs between them). A stratum where both arms are all events or all "
-        f"non-events adds nothing to the pooled test.{notes} {status} Bold: a k/n whose p_adj "
+        "the effect differs between them). A stratum where either arm has no run with a "
+        "defined endpoint, or both arms are all events or none, adds nothing to the pooled "
+        f"test.{notes} {status} Bold: a k/n whose p_adj "
         f"< alpha = {t.alpha:g} in its stratum; a {t.key} whose pooled CMH p_adj < alpha; "
         "nothing else."
     )
@@ -194,20 +198,32 @@ def across_records(t: Across) -> list[dict]:
                  "odds_ratio_low": c.odds_ratio_ci[0], "odds_ratio_high": c.odds_ratio_ci[1],
                  "statistic": c.statistic, "p": c.pvalue, "p_adjusted": pooled.p_adjusted,
                  "m": pooled.m, "confirmatory": pooled.primary, "bold": pooled.bold,
-                 "breslow_day_p": c.homogeneity_p, "left_out": "; ".join(c.left_out)}
+                 "breslow_day_p": c.homogeneity_p, "test": c.test,
+                 "left_out": "; ".join(c.left_out)}
             )  # fmt: skip
     return out
 
 
 def _finite(value):
-    """NaN and infinities as null (JSON has neither), in nested dicts and lists."""
+    """For JSON, which has neither: NaN (undefined) as null, an infinite odds ratio or bound as
+    the string ``inf`` (or ``-inf``), in nested dicts and lists."""
     if isinstance(value, dict):
         return {k: _finite(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_finite(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
+    if isinstance(value, float) and math.isnan(value):
         return None
+    if isinstance(value, float) and math.isinf(value):
+        return "inf" if value > 0 else "-inf"
     return value
+
+
+def _csv(t: Across) -> str:
+    frame = pd.DataFrame(across_records(t))
+    for column in ("k", "n", "m"):
+        if column in frame:
+            frame[column] = frame[column].astype("Int64")  # counts, not 62.0
+    return frame.to_csv(index=False)
 
 
 def render_across(t: Across, *, fmt: str) -> str:
@@ -221,7 +237,7 @@ def render_across(t: Across, *, fmt: str) -> str:
     if fmt == "latex":
         return _latex(t)
     if fmt == "csv":
-        return pd.DataFrame(across_records(t)).to_csv(index=False)
+        return _csv(t)
     if fmt == "json":
         meta = {
             "endpoint": t.endpoint,

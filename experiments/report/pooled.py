@@ -72,6 +72,8 @@ class PooledContrast:
       homogeneity_p: the Breslow-Day test of equal odds ratios across the strata, with Tarone's
         adjustment (NaN with fewer than two informative strata).
       left_out: the labels of strata that contributed nothing (an empty arm or no variation).
+      test: what gave ``pvalue``: ``cmh``, ``fisher`` (one informative stratum; ``statistic``
+        stays the CMH chi-square) or ``none``.
     """
 
     strata: Mapping[str, Stratum]
@@ -81,6 +83,7 @@ class PooledContrast:
     odds_ratio_ci: tuple[float, float]
     homogeneity_p: float
     left_out: tuple[str, ...]
+    test: str = "cmh"
 
 
 def pooled_contrast(strata: Mapping[str, Stratum]) -> PooledContrast:
@@ -97,7 +100,7 @@ def pooled_contrast(strata: Mapping[str, Stratum]) -> PooledContrast:
     left_out = tuple(label for label in strata if label not in used)
     nan = float("nan")
     if not used:
-        return PooledContrast(dict(strata), nan, nan, nan, (nan, nan), nan, left_out)
+        return PooledContrast(dict(strata), nan, nan, nan, (nan, nan), nan, left_out, "none")
     tables = np.stack([s.table for s in used.values()], axis=2)  # [2, 2, k]
     stratified = StratifiedTable(tables)
     test = stratified.test_null_odds(correction=False)
@@ -122,4 +125,5 @@ def pooled_contrast(strata: Mapping[str, Stratum]) -> PooledContrast:
         odds_ratio_ci=(low, high),
         homogeneity_p=homogeneity,
         left_out=left_out,
+        test="fisher" if len(used) == 1 else "cmh",
     )
