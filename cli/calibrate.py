@@ -18,6 +18,16 @@ from cli._errors import USAGE_ERROR, guarded
 __all__ = ["calibrate"]
 
 
+def _clip_threshold(rung: dict, which: str) -> None:
+    """Study 1's rule for a clip arm's threshold: the rung's median gradient norm."""
+    median = rung.get("counts", {}).get("grad_norm_median")
+    if median is not None:
+        typer.echo(
+            f"clip threshold by Study 1's rule (median gradient norm of {which}'s runs): "
+            f"{median:.4g}"
+        )
+
+
 @guarded
 def calibrate(
     ctx: typer.Context,
@@ -108,8 +118,10 @@ def calibrate(
     batch = parallel_jobs(jobs, launcher_given=launcher)
     outcome = run_calibration(cal, run_sweep, echo=typer.echo, batch=batch)
     where = cal.folder / "calibration.md"
+    rungs = outcome.record.get("rungs") or []
     if outcome.status == "chosen":
         typer.echo(f"chosen: rung {outcome.record['chosen_rung']}; record {where}")
+        _clip_threshold(rungs[outcome.record["chosen_rung"] - 1], "the chosen rung")
         if outcome.preset_kept:
             typer.echo(
                 f"error: {cal.preset_path} exists with other settings and was kept; the new "
@@ -122,6 +134,11 @@ def calibrate(
         typer.echo(
             f"no rung met the rule (>= {cal.rule:g} of {len(cal.seeds)} seeds unstable): the "
             f"ladder ran out of rungs; no regime written; record {where}"
+        )
+        _clip_threshold(rungs[-1], "the last rung")
+        typer.echo(
+            "a harsher ladder (e.g. ladder=harsh) is a new calibration: declare it before its "
+            "runs (docs/calibration.md)"
         )
     else:
         typer.echo(f"incomplete: runs did not finish; run the same command again; record {where}")

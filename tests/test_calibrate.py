@@ -560,10 +560,31 @@ def test_calibrate_end_to_end_and_resume(standin_env, conf):
     folder = standin_env.res / "catch" / "calibration"
     record = json.loads((folder / "calibration.json").read_text())
     assert record["status"] == "chosen" and record["chosen_rung"] == 2
+    median = record["rungs"][1]["counts"]["grad_norm_median"]
+    clip = "clip threshold by Study 1's rule (median gradient norm of the chosen rung's runs)"
+    assert (clip in result.output) == (median is not None)
+    if median is not None:
+        assert f"{clip}: {median:.4g}" in result.output
     again = _calibrate(standin_env, conf, *args)  # resumes: every run is skipped
     assert again.exit_code == 0, again.output
     assert again.output.count("1 skipped") == 2
     assert json.loads((folder / "calibration.json").read_text())["rungs"] == record["rungs"]
+
+
+def test_an_exhausted_calibration_says_so_with_the_last_rungs_clip_threshold(standin_env, conf):
+    (conf / "ladder" / "mild.yaml").write_text(
+        "rungs:\n  - name: heavier\n    times: {muzero.base_loss: 2}\n"
+    )
+    result = _calibrate(standin_env, conf, "ladder=mild", "--seeds", "100-100", "--jobs", "1")
+    assert result.exit_code == 0, result.output
+    assert "no rung met the rule" in result.output and "no regime written" in result.output
+    assert "a harsher ladder (e.g. ladder=harsh) is a new calibration" in result.output
+    folder = standin_env.res / "catch_mild" / "calibration"
+    record = json.loads((folder / "calibration.json").read_text())
+    assert record["status"] == "exhausted"
+    median = record["rungs"][-1]["counts"]["grad_norm_median"]
+    assert median is not None  # a finished, finite run has gradient norms
+    assert f"median gradient norm of the last rung's runs): {median:.4g}" in result.output
 
 
 def test_a_non_default_base_regime_gets_its_own_folder_and_preset(conf, tmp_path):
