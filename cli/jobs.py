@@ -8,6 +8,7 @@ which is how the tests run the machinery around a stand-in job.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -325,16 +326,36 @@ def sweep(
 # gradlab list: the registries and the config folder, without TensorFlow
 
 
-def _yaml_comment(path: Path) -> str:
+def _yaml_comment(path: Path, *, most: int = 3) -> str:
+    """The file's first sentence of comment: its first comment lines (at most ``most``) joined
+    until a ``.``, ``?`` or ``!`` ends the sentence."""
+    words: list[str] = []
     for line in path.read_text(encoding="utf-8").splitlines():
         line = line.strip()
-        if line.startswith("#") and "@package" not in line:
-            return line.lstrip("# ").strip()
-    return ""
+        if not line.startswith("#"):
+            if words:
+                break
+            continue
+        if "@package" in line:
+            continue
+        words.append(line.lstrip("# ").strip())
+        if re.search(r"[.?!](\s|$)", words[-1]) or len(words) == most:
+            break
+    text = " ".join(words)
+    end = re.search(r"[.?!](\s|$)", text)
+    return text[: end.start() + 1] if end else text
 
 
 def _yaml_group(conf: Path, group: str) -> dict[str, str]:
     return {p.stem: _yaml_comment(p) for p in sorted((conf / group).glob("*.yaml"))}
+
+
+def _regime_lines(conf: Path) -> dict[str, str]:
+    """The regimes, then the presets ``gradlab calibrate`` wrote (``calibrated/NAME``)."""
+    lines = _yaml_group(conf, "regime")
+    for path in sorted((conf / "regime" / "calibrated").glob("*.yaml")):
+        lines[f"calibrated/{path.stem}"] = _yaml_comment(path)
+    return lines
 
 
 def _task_lines(conf: Path) -> dict[str, str]:
@@ -363,7 +384,8 @@ def _variant_lines() -> dict[str, str]:
 def list_(
     config_dir: Annotated[Path | None, typer.Option("--config-dir", help=_CONFIG_DIR_HELP)] = None,
 ) -> None:
-    """List what can be chosen: ablations, regimes, variants, placements, tasks, loggers, ...
+    """List what can be chosen: ablations, regimes (calibrated ones too), variants, placements,
+    tasks, loggers, calibration ladders, studies, ...
 
     Examples:
 
@@ -377,7 +399,7 @@ def list_(
     conf = config_dir_of(config_dir)
     sections = {
         "ablations (gradlab sweep ablation=NAME)": _yaml_group(conf, "ablation"),
-        "regimes (regime=NAME)": _yaml_group(conf, "regime"),
+        "regimes (regime=NAME)": _regime_lines(conf),
         "variants (variant=NAME, parameters as variant.NAME=VALUE)": _variant_lines(),
         "placements (variant.placement=NAME)": PLACEMENTS.summaries(),
         "tasks (task=NAME)": _task_lines(conf),
@@ -385,6 +407,8 @@ def list_(
         "normalisations (muzero.network.normalisation=NAME)": NORMALISATIONS.summaries(),
         "search value forms (muzero.q_form=NAME)": Q_FORMS.summaries(),
         "loggers (logger=NAME)": _yaml_group(conf, "logger"),
+        "ladders (gradlab calibrate ladder=NAME)": _yaml_group(conf, "ladder"),
+        "studies (gradlab study plan|register|run NAME)": _yaml_group(conf, "study"),
     }
     for title, entries in sections.items():
         if not entries:

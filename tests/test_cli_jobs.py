@@ -49,6 +49,16 @@ def test_list_names_every_choice_without_tensorflow():
             assert f"  {name}" in out and entry.summary in out
     assert "scale=0.5" in out  # a variant's parameters with their defaults
     assert "catch" in out and "wandb_offline" in out and "  paper " in out
+    # the calibrated presets, the ladders and the studies, each with its file's first comment
+    conf = standin.CONF
+    for path in sorted((conf / "regime" / "calibrated").glob("*.yaml")):
+        assert f"  calibrated/{path.stem} " in out
+    assert "catch_pseudocode" in out and "Calibrated for task=catch" in out
+    for group in ("ladder", "study"):
+        for path in sorted((conf / group).glob("*.yaml")):
+            assert f"  {path.stem} " in out
+    assert "ladders (gradlab calibrate ladder=NAME):" in out and "  harsh " in out
+    assert "studies (gradlab study plan|register|run NAME):" in out and "  catch_stress " in out
 
 
 def test_no_variant_yaml_the_nodes_come_from_the_registry():
