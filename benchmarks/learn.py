@@ -18,7 +18,7 @@ import argparse
 import math
 from pathlib import Path
 
-from experiments import store
+from experiments.jobs import store
 from experiments.report.results import load_results
 
 

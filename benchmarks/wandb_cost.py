@@ -50,9 +50,9 @@ def main() -> None:
     from hydra import compose, initialize_config_module
     from omegaconf import OmegaConf
 
-    from experiments import runner
     from experiments.config import register_schema, to_run_config, without_hydra
-    from experiments.job import MUZERO
+    from experiments.jobs import runner
+    from experiments.jobs.job import MUZERO
     from experiments.muzero.config import MuZeroConfig
 
     register_schema(MuZeroConfig)

@@ -29,7 +29,7 @@ _CONFIG_DIR_HELP = "A Hydra config folder to use instead of gradlab's own conf/ 
 
 def job_of(ctx: typer.Context):
     """The job a command runs: the Click context's (tests' stand-ins), else MuZero."""
-    from experiments.job import MUZERO, Job
+    from experiments.jobs.job import MUZERO, Job
 
     return ctx.obj if isinstance(ctx.obj, Job) else MUZERO
 
@@ -46,7 +46,7 @@ def config_dir_of(config_dir: Path | None) -> Path:
 
 
 def _counts(jobs: list, *, skipped: set[str]) -> tuple[dict[str, int], list[str]]:
-    from experiments import store
+    from experiments.jobs import store
 
     counts = dict.fromkeys(("completed", "diverged", "timeout", "failed", "skipped"), 0)
     missing = []
@@ -68,7 +68,7 @@ def _stopped(jobs: list, signum: int) -> str:
     ran (the grace ran out, or a second signal) as ``interrupted``."""
     import signal
 
-    from experiments import store
+    from experiments.jobs import store
 
     name = signal.Signals(signum).name
     reason = f"stopped by {name} before its next step"
@@ -91,7 +91,7 @@ def _wait_for_running(jobs: list, *, timeout: float) -> None:
     next step) to end, when the launcher's own wait was cut short."""
     import time
 
-    from experiments import store
+    from experiments.jobs import store
 
     deadline = time.monotonic() + timeout
     while any(store.job_locked(j.job_dir) for j in jobs) and time.monotonic() < deadline:
@@ -101,10 +101,11 @@ def _wait_for_running(jobs: list, *, timeout: float) -> None:
 def _launch(overrides: list[str], *, planned: list, conf: Path, job, multirun: bool,
             progress=None) -> None:  # fmt: skip
     """Runs Hydra on ``overrides`` so that nothing it starts outlives it. A stop signal ends the
-    jobs at their next step (:class:`experiments.lifetime.Sweep`), then prints one line and exits
-    with ``128 + signal``; a launcher's own failure (e.g. Ray down) is reported in one line.
+    jobs at their next step (:class:`experiments.jobs.lifetime.Sweep`), then prints one line and
+    exits with ``128 + signal``; a launcher's own failure (e.g. Ray down) is reported in one line.
     Finished results are kept either way."""
-    from experiments import hydra_app, lifetime
+    from experiments import hydra_app
+    from experiments.jobs import lifetime
 
     def hard_stop(signum: int) -> None:
         typer.echo(_stopped(planned, signum))
@@ -172,7 +173,8 @@ def run(
       gradlab run task=cartpole variant=clipnorm budget.max_wall_s=600 logger=none
     """
     from cli._progress import RichProgress
-    from experiments import plan, store
+    from experiments import plan
+    from experiments.jobs import store
 
     job = job_of(ctx)
     overrides = list(overrides or [])
@@ -218,8 +220,8 @@ def parallel_jobs(jobs: str, *, launcher_given: bool) -> int:
 
 def _deal(planned: list, workers: int) -> int:
     """Jobs dealt to a worker at a time: a run of seeds of one configuration in one worker when
-    that shortens the sweep (it builds the configuration once; :mod:`experiments.dealing`)."""
-    from experiments.dealing import deal_size
+    that shortens the sweep (it builds the configuration once; :mod:`experiments.jobs.dealing`)."""
+    from experiments.jobs.dealing import deal_size
 
     return deal_size([j.configuration for j in planned], workers)
 

@@ -155,7 +155,7 @@ def _sweep(args: list[str]) -> int:
 def run_child(command: list[str]) -> int:
     """``command`` in a child process of its own process group, every stop signal this process
     gets passed on to it once (:func:`_sweep`); its exit status."""
-    from experiments.lifetime import die_with_parent
+    from experiments.jobs.lifetime import die_with_parent
 
     child = subprocess.Popen(
         command, process_group=0, preexec_fn=lambda: die_with_parent(signal.SIGTERM)

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from experiments import plan as planning
-from experiments import store
 from experiments.calibration_record import (
     RECORD_VERSION,
     cannot_meet,
@@ -42,7 +41,8 @@ from experiments.calibration_record import (
     write_record,
 )
 from experiments.errors import ConfigError, unknown_choice
-from experiments.job import MUZERO, Job
+from experiments.jobs import store
+from experiments.jobs.job import MUZERO, Job
 from experiments.ladder import Ladder, base_values, load_ladder, rung_settings, times_keys
 from experiments.seeds import check_disjoint, parse_seeds, preset_seeds
 from experiments.tasks.registry import task_facts

@@ -16,9 +16,9 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from experiments import store
 from experiments.errors import ConfigError
-from experiments.summary import Summary
+from experiments.jobs import store
+from experiments.jobs.summary import Summary
 
 __all__ = [
     "RECORD_VERSION",

@@ -1,14 +1,14 @@
 """Hydra's entry point: the task function every job (local, joblib, submitit, Slurm, Ray) runs.
 
 ``gradlab run`` / ``gradlab sweep`` call :func:`launch`, which registers the config schema, builds
-the task function for the given :class:`~experiments.job.Job` and hands Hydra the argument list
+the task function for the given :class:`~experiments.jobs.job.Job` and hands Hydra the argument list
 it expects. The module can also be run directly, which is how a cluster job can be started by
 hand::
 
     python -m experiments.hydra_app --multirun ablation=hidden_scale hydra/launcher=submitit_slurm
 
 Each job's folder is Hydra's output directory for it, named by two resolvers registered here
-(``gradlab_ablation``, ``gradlab_job``) from :func:`experiments.store.job_name`, so Hydra and
+(``gradlab_ablation``, ``gradlab_job``) from :func:`experiments.jobs.store.job_name`, so Hydra and
 gradlab agree on where a job's results are, and a re-run finds them.
 """
 
@@ -26,11 +26,11 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 import conf as _conf_package
-from experiments import store
 from experiments.config import register_schema, to_run_config, without_hydra
-from experiments.isolation import Skipped, execute
-from experiments.job import MUZERO, Job, JobRequest
-from experiments.summary import Summary, error_line
+from experiments.jobs import store
+from experiments.jobs.isolation import Skipped, execute
+from experiments.jobs.job import MUZERO, Job, JobRequest
+from experiments.jobs.summary import Summary, error_line
 
 __all__ = ["CONF_DIR", "job_request", "launch", "main", "task_function"]
 
@@ -54,7 +54,7 @@ def job_request(
     cfg: DictConfig, job_dir: str | Path, *, overrides: Sequence[str], choices: Mapping[str, Any]
 ) -> JobRequest:
     """The one place a job's ``DictConfig`` is read: the job as a typed
-    :class:`~experiments.job.JobRequest` (:func:`~experiments.config.to_run_config`, and the
+    :class:`~experiments.jobs.job.JobRequest` (:func:`~experiments.config.to_run_config`, and the
     resolved config as plain dicts). A config that cannot be converted is not raised: the request
     carries its one-line error, and the job is recorded ``failed`` with it.
 
@@ -86,11 +86,11 @@ def job_request(
 
 def task_function(job: Job = MUZERO, progress: Any = None) -> Callable[[DictConfig], Any]:
     """Hydra's task function for ``job``: runs (or skips) the job whose folder is Hydra's
-    output dir for it (:func:`experiments.isolation.execute`).
+    output dir for it (:func:`experiments.jobs.isolation.execute`).
 
     Args:
       job: what each job runs.
-      progress: a :data:`experiments.runner.ProgressFactory` drawing a job's progress, or None.
+      progress: a :data:`experiments.jobs.runner.ProgressFactory` drawing a job's progress, or None.
     """
 
     def run_task(cfg: DictConfig) -> Summary | Skipped:
@@ -162,9 +162,9 @@ def launch(
 def main() -> None:
     """``python -m experiments.hydra_app [--multirun] OVERRIDES...`` (the MuZero job).
 
-    A signal stops it as it stops ``gradlab sweep`` (:class:`experiments.lifetime.Sweep`): the
+    A signal stops it as it stops ``gradlab sweep`` (:class:`experiments.jobs.lifetime.Sweep`): the
     jobs at their next step, then the exit status ``128 + signal``."""
-    from experiments.lifetime import Sweep
+    from experiments.jobs.lifetime import Sweep
 
     register_schema(MUZERO.muzero_schema)
     with Sweep() as stopping:

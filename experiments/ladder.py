@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from experiments.errors import ConfigError, unknown_choice
 
 if TYPE_CHECKING:
-    from experiments.job import Job
+    from experiments.jobs.job import Job
 
 __all__ = [
     "Ladder",

@@ -2,7 +2,7 @@
 
 The runner calls :func:`stability_summary` when a job ends and stores the result under the
 ``"stability"`` key of ``summary.json``; the report reads it back (or recomputes it from
-``metrics.jsonl``, read by :func:`experiments.store.read_metrics`). Pure Python and NumPy: no
+``metrics.jsonl``, read by :func:`experiments.jobs.store.read_metrics`). Pure Python and NumPy: no
 TensorFlow, no pandas.
 
 Every figure is a plain ``int``, ``float`` or ``None`` (``None`` = not defined for this run, e.g. no

@@ -18,10 +18,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments import store
 from experiments.config_errors import composition_error
 from experiments.errors import ConfigError
-from experiments.job import MUZERO, Job
+from experiments.jobs import store
+from experiments.jobs.job import MUZERO, Job
 from experiments.private_api import warn_fallback
 
 __all__ = [

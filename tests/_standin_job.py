@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.errors import ConfigError
-from experiments.job import Job
+from experiments.jobs.job import Job
 
 PATH = Path(__file__).resolve()
 CONF = PATH.parents[1] / "conf"
@@ -102,7 +102,10 @@ JOB = Job(
     name="stand-in",
     train=train,
     muzero_schema=MuZeroConfig,
-    preload=("experiments._preload_tensorflow", "experiments.gradients"),  # variants bind in TF
+    preload=(
+        "experiments.jobs._preload_tensorflow",
+        "experiments.gradients",
+    ),  # variants bind in TF
 )
 """The stand-in job: pass it where gradlab takes a job."""
 

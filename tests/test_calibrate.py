@@ -14,7 +14,6 @@ import pytest
 import yaml
 from conftest import compose_config
 
-from experiments import store
 from experiments.calibrate import prepare, run_calibration
 from experiments.calibration_record import (
     RungCounts,
@@ -28,10 +27,11 @@ from experiments.calibration_record import (
 )
 from experiments.config import to_run_config
 from experiments.errors import ConfigError
+from experiments.jobs import store
+from experiments.jobs.summary import Summary
 from experiments.ladder import Ladder, Rung, load_ladder, rung_settings
 from experiments.muzero.config import MuZeroConfig
 from experiments.seeds import check_disjoint, parse_seeds, preset_seeds
-from experiments.summary import Summary
 
 CONF = pathlib.Path(__file__).resolve().parents[1] / "conf"
 

@@ -145,7 +145,7 @@ REGIMES = sorted(p.stem for p in (CONF_DIR / "regime").glob("*.yaml"))
 
 @pytest.mark.parametrize("regime", REGIMES)
 def test_every_regime_composes_and_validates_on_every_task(regime):
-    from experiments.job import MUZERO
+    from experiments.jobs.job import MUZERO
 
     for task in ("catch", "cartpole"):
         run = _run([f"regime={regime}", f"task={task}"])

@@ -16,9 +16,9 @@ import textwrap
 
 import pytest
 
-from experiments import isolation, runner, store
 from experiments.config import LoggerConfig, RunConfig, RuntimeConfig, variant_schema
-from experiments.job import MUZERO
+from experiments.jobs import isolation, runner, store
+from experiments.jobs.job import MUZERO
 
 CLOCK_KEYS = ("wall_time_s",)  # summary/stability figures read from the clock
 
@@ -138,7 +138,7 @@ def test_xla_programs_from_the_cache_give_the_same_numbers(tmp_path):
     from conftest import compose_config
 
     from experiments.hydra_app import CONF_DIR, job_request
-    from experiments.job import MUZERO
+    from experiments.jobs.job import MUZERO
 
     tiny = [
         "muzero.network.hidden_size=8",

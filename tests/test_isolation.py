@@ -8,8 +8,9 @@ import os
 
 import _standin_job as standin
 
-from experiments import isolation, process, store
+from experiments import process
 from experiments.hydra_app import job_request
+from experiments.jobs import isolation, store
 
 
 def test_execute_skips_finished_and_never_raises(standin_env, capsys):
@@ -86,6 +87,6 @@ def test_overlap_only_with_a_core_to_spare(monkeypatch):
     assert isolation.overlap_for(None) is False
     monkeypatch.setattr(process, "cores", lambda: 2)
     assert isolation.overlap_for(None) is True
-    from experiments.job import MUZERO
+    from experiments.jobs.job import MUZERO
 
     assert MUZERO.overlap and not standin.JOB.overlap

@@ -13,7 +13,7 @@ import os
 import _standin_job as standin
 import pytest
 
-from experiments import store
+from experiments.jobs import store
 
 pytest.importorskip("hydra_plugins.hydra_ray_launcher")
 

@@ -31,8 +31,9 @@ from conftest import compose_config
 from typer.testing import CliRunner
 
 from cli.main import app
-from experiments import isolation, process, store
+from experiments import process
 from experiments.hydra_app import job_request
+from experiments.jobs import isolation, store
 from experiments.report.results import load_results
 
 STEPS = 8

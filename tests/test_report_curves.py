@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from experiments.errors import ConfigError
+from experiments.jobs.store import read_metrics
 from experiments.report.curves import (
     CURVE_KEYS,
     CURVES_FILE,
@@ -20,7 +21,6 @@ from experiments.report.curves import (
     write_curves,
     write_folder_curves,
 )
-from experiments.store import read_metrics
 
 
 def _rows(last: int, *, diverge: bool = False) -> list[dict]:

@@ -15,6 +15,7 @@ from matplotlib.text import Text
 from scipy import stats
 
 from experiments.errors import ConfigError
+from experiments.jobs.summary import STATUSES
 from experiments.report.bands import mean_band
 from experiments.report.curves import run_curves, write_curves
 from experiments.report.drawing import STATUS_STYLES
@@ -29,7 +30,6 @@ from experiments.report.plots import (
 )
 from experiments.report.results import load_curves, load_results
 from experiments.report.style import COLUMN_WIDTH, OKABE_ITO
-from experiments.summary import STATUSES
 
 _RANDOM = -0.6  # the random-policy return these tests declare for their task
 _STEPS = 40

@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from experiments import store
 from experiments.errors import ConfigError
+from experiments.jobs import store
+from experiments.jobs.summary import STATUSES
 from experiments.metrics import STABILITY_KEYS
 from experiments.report.results import AVERAGED, load_results
 from experiments.report.stats import binomial_ci, bootstrap_ci
 from experiments.report.survival import logrank_p
 from experiments.report.tables import DEFAULT_METRICS, summarize
-from experiments.summary import STATUSES
 
 
 def _job(root, name, *, status, group, seed, stability=None, ablation="hidden_scale", **extra):

@@ -8,7 +8,7 @@ import os
 import _standin_job as standin
 import pytest
 
-from experiments import process, runner, store
+from experiments import process
 from experiments.config import (
     BudgetConfig,
     DivergenceConfig,
@@ -16,6 +16,7 @@ from experiments.config import (
     RunConfig,
     variant_schema,
 )
+from experiments.jobs import runner, store
 from experiments.tasks import TaskConfig
 
 

@@ -27,7 +27,7 @@ import _standin_job as standin
 import psutil
 import pytest
 
-from experiments import lifetime, runner, store
+from experiments.jobs import lifetime, runner, store
 
 STEPS = 30
 SLEEP_S = 0.1  # per step: a job runs about 3 s once started
@@ -374,7 +374,7 @@ def test_a_second_signal_kills_what_is_left_and_exits_at_once(tmp_path):
     script = textwrap.dedent(
         """
         import os, signal, subprocess, sys, time
-        from experiments import lifetime
+        from experiments.jobs import lifetime
         with lifetime.Sweep(grace_s=60, on_hard_stop=lambda s: print("hard stop", s)):
             child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
             print("child", child.pid, flush=True)
@@ -401,7 +401,7 @@ def test_a_child_dies_with_its_parent(tmp_path):
     script = textwrap.dedent(
         """
         import subprocess, sys
-        code = "from experiments.lifetime import die_with_parent; import time; "
+        code = "from experiments.jobs.lifetime import die_with_parent; import time; "
         code += "die_with_parent(); print('ready', flush=True); time.sleep(60)"
         child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
         child.stdout.readline()

@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from experiments import store
 from experiments.errors import ConfigError
+from experiments.jobs import store
 
 
 @pytest.mark.parametrize(

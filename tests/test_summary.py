@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from experiments import store
 from experiments.errors import ConfigError
-from experiments.summary import SCHEMA, Summary
+from experiments.jobs import store
+from experiments.jobs.summary import SCHEMA, Summary
 
 COMMITTED = Path(__file__).resolve().parents[1] / "results" / "findings"
 

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from experiments import tracking
+from experiments.jobs import tracking
 
 
 def _tracker(job_dir, mode="offline", every=1):

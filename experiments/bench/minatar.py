@@ -86,7 +86,7 @@ def preset() -> RunConfig:
     """The run config of :data:`PRESET_OVERRIDES`, composed from ``conf`` as a run's."""
     from experiments.config import register_schema, to_run_config
     from experiments.hydra_app import CONF_DIR
-    from experiments.job import MUZERO
+    from experiments.jobs.job import MUZERO
     from experiments.plan import compose
 
     register_schema(MUZERO.muzero_schema)

@@ -32,8 +32,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from experiments import store
 from experiments.errors import ConfigError
+from experiments.jobs import store
 
 __all__ = ["CURVES_FILE", "CURVE_KEYS", "MAX_POINTS", "compact_curves", "read_curves",
            "run_curves", "write_curves", "write_folder_curves"]  # fmt: skip
@@ -56,7 +56,7 @@ def compact_curves(rows: list[dict], *, training_steps: int | None = None) -> pd
     """The compact curves of one run.
 
     Args:
-      rows: ``metrics.jsonl``'s rows (:func:`experiments.store.read_metrics`).
+      rows: ``metrics.jsonl``'s rows (:func:`experiments.jobs.store.read_metrics`).
       training_steps: the run's planned steps (sets the stride); None: its last step.
 
     Returns:

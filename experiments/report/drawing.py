@@ -37,8 +37,8 @@ STATUS_STYLES = {
     "interrupted": {"facecolor": "white", "hatch": "////"},
     "running": {"facecolor": "white", "hatch": "...."},
 }
-"""Bar styles per run status (:data:`experiments.summary.STATUSES`): greys and hatches, so that no
-status borrows a variant's colour."""
+"""Bar styles per run status (:data:`experiments.jobs.summary.STATUSES`): greys and hatches, so
+that no status borrows a variant's colour."""
 GREY = "#555555"
 _MARKS = 5  # markers per line (identity in grey print), staggered across lines
 

@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from experiments import store
 from experiments.errors import ConfigError
+from experiments.jobs import store
 from experiments.report.results import config_task_id
 
 __all__ = ["itt_matrix", "random_return", "run_random_return"]

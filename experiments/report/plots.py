@@ -35,6 +35,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from experiments.jobs.summary import STATUSES
 from experiments.report.bands import mean_band
 from experiments.report.curves import run_curves
 from experiments.report.drawing import (
@@ -54,7 +55,6 @@ from experiments.report.layout import layout_of, panel_grid
 from experiments.report.profile import performance_profiles
 from experiments.report.results import AVERAGED, Results, load_curves
 from experiments.report.style import OKABE_ITO, STYLE, figure_legend, save_figure
-from experiments.summary import STATUSES
 
 __all__ = [
     "OKABE_ITO",

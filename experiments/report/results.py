@@ -14,10 +14,10 @@ Two figures are derived here for the table's intention-to-treat analysis:
 * :func:`intention_to_treat`: a return column over every run, where a diverged run, or one without
   a value, counts as a return declared before the runs: the mean return of the task's uniformly
   random policy (:func:`diverged_return`), times the run's reward scale. Statuses are the
-summary's (:data:`experiments.summary.STATUSES`), files are read with the store's readers
-(:func:`experiments.store.load_summary`, :func:`experiments.store.read_metrics`). Every problem
-with the folder is a :class:`~experiments.errors.ConfigError` naming the folder or file and what
-was expected.
+summary's (:data:`experiments.jobs.summary.STATUSES`), files are read with the store's readers
+(:func:`experiments.jobs.store.load_summary`, :func:`experiments.jobs.store.read_metrics`). Every
+problem with the folder is a :class:`~experiments.errors.ConfigError` naming the folder or file
+and what was expected.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ import pandas as pd
 import yaml
 
 from experiments.errors import ConfigError
+from experiments.jobs.store import load_summary, read_metrics
+from experiments.jobs.summary import Summary
 from experiments.metrics import STABILITY_KEYS, stability_summary
-from experiments.store import load_summary, read_metrics
-from experiments.summary import Summary
 
 __all__ = [
     "AVERAGED",
@@ -50,8 +50,8 @@ AVERAGED = ("completed", "diverged")
 (intention to treat); runs of any other status (a crash, a timeout, a run not finished) are
 counted and listed, never averaged.
 
-This differs from :data:`experiments.store.FINISHED` (the jobs a re-run skips), which also holds
-``timeout``: a timed-out job is done, but it stopped at a wall-time or step budget before its
+This differs from :data:`experiments.jobs.store.FINISHED` (the jobs a re-run skips), which also
+holds ``timeout``: a timed-out job is done, but it stopped at a wall-time or step budget before its
 planned training steps, so its final window is not the others' (its returns come from earlier in
 training) and its "not diverged" says nothing about the steps it never ran. Averaging it with
 full-length runs would mix unlike things. A diverged run did run to its end, by the rule that

@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.errors import ConfigError, unknown_choice
+from experiments.jobs.summary import STATUSES
 from experiments.report.contrasts import (
     ANALYSES,
     RATE_TESTS,
@@ -52,7 +53,6 @@ from experiments.report.contrasts import (
 from experiments.report.results import AVERAGED, Results, group_label, intention_to_treat
 from experiments.report.stats import STATS, binomial_ci, bootstrap_ci, statistic
 from experiments.report.survival import km_median, logrank_p, time_to_event
-from experiments.summary import STATUSES
 
 __all__ = [
     "ALPHA",

@@ -65,7 +65,7 @@ def _flatten(value: object, prefix: str = "") -> dict[str, object]:
 def arm_configs(study: Study, config_dir: Path) -> dict[str, dict[str, object]]:
     """Each arm's resolved run config (first seed; seed and runtime left out), flat keys."""
     from experiments.config import register_schema, to_run_config
-    from experiments.job import MUZERO
+    from experiments.jobs.job import MUZERO
     from experiments.plan import compose
 
     register_schema(MUZERO.muzero_schema)

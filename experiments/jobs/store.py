@@ -8,7 +8,7 @@ Layout (the source of truth; the W&B run is a mirror)::
         config.yaml     the resolved config (written atomically)
         metrics.jsonl   one JSON object per training step, append-only
         summary.json    status and figures (written atomically; ``running`` while the job runs),
-                        an :class:`experiments.summary.Summary`
+                        an :class:`experiments.jobs.summary.Summary`
         error.txt       the traceback of a failed job
         wandb/          the W&B run
         .lock           held (flock) by the process running the job; freed by the kernel on a kill
@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from experiments.errors import ConfigError
-from experiments.summary import Summary, library_versions
+from experiments.jobs.summary import Summary, library_versions
 
 __all__ = [
     "BOOKKEEPING_KEYS",
@@ -60,7 +60,7 @@ __all__ = [
 ]
 
 FINISHED = ("completed", "diverged", "timeout")
-"""Statuses (:data:`experiments.summary.STATUSES`) of a job that is done: a re-run skips it
+"""Statuses (:data:`experiments.jobs.summary.STATUSES`) of a job that is done: a re-run skips it
 (``failed``, ``interrupted`` and ``running`` are re-run).
 The report averages fewer (:data:`experiments.report.results.AVERAGED`: a timed-out run is done
 but stopped short of its planned steps)."""

@@ -1,5 +1,5 @@
 """Running a function in a process of its own, or in a long-lived host process, from a process
-server that imported the heavy libraries once (the plumbing of :mod:`experiments.isolation`).
+server that imported the heavy libraries once (the plumbing of :mod:`experiments.jobs.isolation`).
 
 :func:`run_isolated` forks each call from a ``multiprocessing`` forkserver that has imported the
 ``preload`` modules once (TensorFlow: several seconds saved per job), waits for it, and reports how
@@ -25,7 +25,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from experiments.lifetime import die_with_parent
+from experiments.jobs.lifetime import die_with_parent
 
 __all__ = ["Ended", "JobHost", "close_hosts", "run_hosted", "run_isolated"]
 
@@ -133,7 +133,7 @@ def _serve(conn: Connection) -> None:
     """A host's loop: run each ``(target, args, kwargs, env, cwd)`` it receives, answer
     ``(True, value)`` (returned) or ``(False, None)`` (raised: the host then exits, its state is
     not trusted), until EOF. A Ctrl-C does nothing here: the sweep's main process decides, and
-    a job stops at its next step (:class:`experiments.lifetime.JobStop`)."""
+    a job stops at its next step (:class:`experiments.jobs.lifetime.JobStop`)."""
     die_with_parent()  # the process server; it ends when the worker that started it does
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     session: dict[str, Any] = {}
@@ -211,7 +211,7 @@ class JobHost:
 def _context(preload: Sequence[str]):
     context = multiprocessing.get_context("forkserver")
     method_module = type(multiprocessing.get_context()).__module__
-    context.set_forkserver_preload(["experiments._dies_with_parent", method_module, *preload])
+    context.set_forkserver_preload(["experiments.jobs._dies_with_parent", method_module, *preload])
     return context
 
 

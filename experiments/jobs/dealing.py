@@ -1,7 +1,7 @@
 """How many jobs a parallel sweep deals to a launcher worker at a time (joblib's ``batch_size``).
 
 A launcher worker keeps what a job built (MuZero's compiled agent, :class:`JobHost
-<experiments.hosting.JobHost>`) for the next job of the same configuration, which then only
+<experiments.jobs.hosting.JobHost>`) for the next job of the same configuration, which then only
 restarts it for its seed. Dealt one job at a time from Hydra's launch order (seeds varying
 fastest), every worker takes a job of every configuration and builds each one: with 2 workers,
 every configuration is built twice. Dealt ``b`` consecutive jobs at a time, a run of seeds of one

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from experiments import store
+from experiments.jobs import store
 from experiments.muzero.config import MuZeroConfig
 
 if TYPE_CHECKING:
@@ -44,10 +44,10 @@ class Job:
         covers the task's returns), raising ConfigError; run before anything is launched.
       cache: makes what a job process keeps between the jobs it runs, handed to ``train`` as
         ``cache=``; with it, a launcher worker runs its jobs one after another in one process
-        (:class:`~experiments.hosting.JobHost`) instead of a process each. None: nothing kept.
+        (:class:`~experiments.jobs.hosting.JobHost`) instead of a process each. None: nothing kept.
       overlap: ``train`` takes ``overlap=``: whether to run work that does not feed the next
         training step on worker threads beside it (the runner says so when the job has more
-        than one thread, :func:`experiments.isolation.overlap_for`); the numbers are the same.
+        than one thread, :func:`experiments.jobs.isolation.overlap_for`); the numbers are the same.
     """
 
     name: str
@@ -92,7 +92,7 @@ class JobRequest:
 
     @property
     def name(self) -> str:
-        """The job's name (:func:`experiments.store.job_name` of its overrides)."""
+        """The job's name (:func:`experiments.jobs.store.job_name` of its overrides)."""
         return store.job_name(list(self.overrides))
 
     @property
@@ -123,7 +123,7 @@ MUZERO = Job(
     name="muzero",
     train=_train_muzero,
     muzero_schema=MuZeroConfig,
-    preload=("experiments._preload_tensorflow", "experiments.muzero.train", "wandb"),
+    preload=("experiments.jobs._preload_tensorflow", "experiments.muzero.train", "wandb"),
     check=_check_muzero,
     cache=_agent_cache,
     overlap=True,

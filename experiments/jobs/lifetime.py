@@ -2,7 +2,7 @@
 
 A sweep is a tree of processes: the command line (the *main* process), the launcher's workers
 (joblib/loky workers, submitit's job processes, Ray's instance and workers), the process server
-and job host each worker forks its jobs from (:mod:`experiments.hosting`), and each job's W&B
+and job host each worker forks its jobs from (:mod:`experiments.jobs.hosting`), and each job's W&B
 service. Three roles keep that tree from outliving its main process:
 
 * **The main process** holds :class:`Sweep` while the launcher runs. SIGINT (Ctrl-C), SIGTERM
@@ -314,7 +314,7 @@ class Sweep:
         workers, a local Ray instance), then gives every other process still below this one
         ``reap_s`` seconds and kills it. Python's own helpers (the process server and resource
         trackers) are left to end with this process, at end-of-file on their pipes."""
-        hosting = sys.modules.get("experiments.hosting")  # none imported: no host started
+        hosting = sys.modules.get("experiments.jobs.hosting")  # none imported: no host started
         if hosting is not None:
             hosting.close_hosts()
         executor = _loky_executor()

@@ -1,12 +1,13 @@
 """One job's run, in the job's own process: the row loop, nothing else.
 
 :func:`run_job` trains, writes each row to ``metrics.jsonl``, asks the stop rules of
-:mod:`experiments.stopping` after each one, and writes the job's :class:`~experiments.summary.
+:mod:`experiments.stopping` after each one, and writes the job's :class:`~experiments.jobs.summary.
 Summary`. It never raises for a problem inside the job: a diverged run is a result (status
 ``diverged``), a budget ends it cleanly (``timeout``), an exception is recorded (``failed`` with
 ``error.txt``), a stop (the sweep's, or a signal to the job's process:
-:mod:`experiments.lifetime`) ends it at the next step (``interrupted``, its rows kept). Skipping,
-locking and the job's process are :mod:`experiments.isolation`'s; files are the store's.
+:mod:`experiments.jobs.lifetime`) ends it at the next step (``interrupted``, its rows kept).
+Skipping, locking and the job's process are :mod:`experiments.jobs.isolation`'s; files are the
+store's.
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from experiments import store
 from experiments.config import RunConfig
-from experiments.job import TrainFn
+from experiments.jobs import store
+from experiments.jobs.job import TrainFn
+from experiments.jobs.summary import Summary, error_line
 from experiments.stopping import DivergenceCheck
-from experiments.summary import Summary, error_line
 
 __all__ = ["Progress", "ProgressFactory", "run_job"]
 
@@ -94,7 +95,7 @@ def run_job(
       resolved: the resolved config as plain dicts, saved as ``config.yaml`` and sent to W&B.
       train_fn: the training generator.
       ablation: the sweep's ablation, or None for a single run.
-      tracker: a :class:`~experiments.tracking.Tracker`; default one from ``cfg.logger``.
+      tracker: a :class:`~experiments.jobs.tracking.Tracker`; default one from ``cfg.logger``.
       progress: where to report each row; default none.
       clock: seconds, for the wall-time budget.
       cache: what the job's process keeps between jobs (:attr:`Job.cache`), passed to
@@ -102,7 +103,7 @@ def run_job(
       overlap: passed to ``train_fn`` as ``overlap=`` (:attr:`Job.overlap`: work on worker
         threads beside the training step); None: ``train_fn`` called without it.
       stop: asked before each step; True ends the job there with status ``interrupted``
-        (:class:`experiments.lifetime.JobStop`); None: never.
+        (:class:`experiments.jobs.lifetime.JobStop`); None: never.
 
     Returns:
       The summary.
@@ -187,8 +188,8 @@ def run_job(
 def _tracker(
     cfg: RunConfig, job_dir: Path, *, job: str, ablation: str | None, resolved: Mapping[str, Any]
 ) -> Any:
-    """The job's :class:`~experiments.tracking.Tracker`, from ``cfg.logger``."""
-    from experiments.tracking import make_tracker
+    """The job's :class:`~experiments.jobs.tracking.Tracker`, from ``cfg.logger``."""
+    from experiments.jobs.tracking import make_tracker
 
     return make_tracker(
         job_dir,

@@ -1,11 +1,11 @@
 """A job's ``summary.json``: one typed :class:`Summary`, its schema version and its JSON form.
 
 The runner writes a summary when a job starts (status ``running``) and when it ends; the store
-records the jobs that end without one of their own (:func:`experiments.store.record_failed`,
-:func:`experiments.store.mark_interrupted`); the report, the calibration and the command line
+records the jobs that end without one of their own (:func:`experiments.jobs.store.record_failed`,
+:func:`experiments.jobs.store.mark_interrupted`); the report, the calibration and the command line
 read them. All of them go through :meth:`Summary.to_json` and :meth:`Summary.from_json`, and the
-file itself through the store (:func:`experiments.store.write_summary`,
-:func:`experiments.store.read_summary`, :func:`experiments.store.load_summary`).
+file itself through the store (:func:`experiments.jobs.store.write_summary`,
+:func:`experiments.jobs.store.read_summary`, :func:`experiments.jobs.store.load_summary`).
 
 Schema versions (the ``schema`` key; a file without one is version 1):
 
@@ -114,7 +114,7 @@ class Summary:
 
         Args:
           cfg: the job's config; its settings (``cfg.muzero``) have ``training_steps`` and
-            ``q_form`` (see :attr:`experiments.job.Job.muzero_schema`).
+            ``q_form`` (see :attr:`experiments.jobs.job.Job.muzero_schema`).
           job: the job's name.
           overrides: its overrides, bookkeeping keys left out.
           choices: Hydra's config-group choices (``regime``...).

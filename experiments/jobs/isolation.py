@@ -5,16 +5,16 @@ many jobs. If a job ran inside it, a kill of the job (the out-of-memory killer, 
 ``kill``) would kill the worker and, with joblib, stop the whole sweep. Instead :func:`execute`,
 what Hydra's task function calls for each job (and for a single run), skips a finished job (or
 one a live process holds), forks :func:`run_in_process` from a process server that has imported
-the heavy libraries once (:func:`experiments.hosting.run_isolated`), waits for it and reports how
-the job ended: a job killed by a signal is recorded ``failed`` with the signal, and the sweep goes
-on. :func:`run_in_process` is the job's side: its process settings, the job's lock, then
-:func:`experiments.runner.run_job`.
+the heavy libraries once (:func:`experiments.jobs.hosting.run_isolated`), waits for it and
+reports how the job ended: a job killed by a signal is recorded ``failed`` with the signal, and
+the sweep goes on. :func:`run_in_process` is the job's side: its process settings, the job's
+lock, then :func:`experiments.jobs.runner.run_job`.
 
 A job that can reuse what an earlier job of the same shapes built (MuZero's compiled agents,
-:class:`experiments.muzero.agents.AgentCache`) runs in a :class:`~experiments.hosting.JobHost`
+:class:`experiments.muzero.agents.AgentCache`) runs in a :class:`~experiments.jobs.hosting.JobHost`
 instead: one process per launcher worker that runs that worker's jobs one after another
-(:func:`experiments.hosting.run_hosted`). Isolation is the same: a job that kills its process is
-one failed job, and the next job gets a new host.
+(:func:`experiments.jobs.hosting.run_hosted`). Isolation is the same: a job that kills its
+process is one failed job, and the next job gets a new host.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ import dataclasses
 import traceback
 from typing import Any
 
-from experiments import lifetime, store
-from experiments.hosting import Ended, run_hosted, run_isolated
-from experiments.job import MUZERO, Job, JobRequest
-from experiments.runner import ProgressFactory, run_job
-from experiments.summary import Summary, error_line
+from experiments.jobs import lifetime, store
+from experiments.jobs.hosting import Ended, run_hosted, run_isolated
+from experiments.jobs.job import MUZERO, Job, JobRequest
+from experiments.jobs.runner import ProgressFactory, run_job
+from experiments.jobs.summary import Summary, error_line
 
 __all__ = ["Skipped", "execute", "overlap_for", "run_in_process"]
 
@@ -47,7 +47,7 @@ class Skipped:
 
     @property
     def status(self) -> str:
-        """``"skipped"``, beside a :class:`~experiments.summary.Summary`'s statuses."""
+        """``"skipped"``, beside a :class:`~experiments.jobs.summary.Summary`'s statuses."""
         return "skipped"
 
 
@@ -102,7 +102,7 @@ def execute(
 
 def _in_process(request: JobRequest, *, job: Job, progress: ProgressFactory | None) -> Ended:
     """:func:`run_in_process` in a process of its own, or in this worker's job host when the
-    job keeps what it builds (:attr:`~experiments.job.Job.cache`)."""
+    job keeps what it builds (:attr:`~experiments.jobs.job.Job.cache`)."""
     if job.cache is None:
         return run_isolated(
             run_in_process, request, preload=job.preload, job=job, progress=progress
@@ -145,12 +145,12 @@ def run_in_process(
     session: dict[str, Any] | None = None,
 ) -> str | None:
     """The job in this process: threads, the job lock, the job's own checks, then
-    :func:`~experiments.runner.run_job`.
+    :func:`~experiments.jobs.runner.run_job`.
 
     What :func:`execute` runs in the job's own process (arguments as there). Writes the job's
     results folder and never raises for the job's own problems (they make a failed job).
     ``session``: the dict a :class:`JobHost` keeps for its jobs, where the job's
-    :attr:`~experiments.job.Job.cache` lives; None in a process of the job's own.
+    :attr:`~experiments.jobs.job.Job.cache` lives; None in a process of the job's own.
 
     Returns:
       None when it ran the job; else why not, as :func:`execute` reports a skipped job: another
