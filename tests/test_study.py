@@ -153,7 +153,9 @@ def test_cli_plan_and_unregistered_run(tmp_path):
         "register it first: gradlab study register catch_stress"
     ]
     bad = runner.invoke(app, ["study", "plan", "nope"])
-    choices = "choose one of: catch_pseudocode_stress, catch_stress"
+    studies = sorted(p.stem for p in (Path(CONF_DIR) / "study").glob("*.yaml"))
+    assert {"catch_stress", "catch_pseudocode_stress"} <= set(studies)
+    choices = f"choose one of: {', '.join(studies)}"
     assert bad.exit_code == 2 and f"unknown study 'nope'; {choices}" in bad.output
     assert not any(tmp_path.iterdir())
 
