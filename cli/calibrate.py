@@ -78,9 +78,9 @@ def calibrate(
     diverged, collapsed, never learned) and the chosen setting as the regime preset
     conf/regime/calibrated/TASK.yaml, used as regime=calibrated/TASK (TASK_BASE in both
     places when the base regime is not tuned, e.g. catch_pseudocode; TASK_LADDER when the ladder
-    is not default, e.g. breakout_harsh). A ladder that runs out of
-    rungs writes its record and no regime. A rung that can no longer meet the rule stops after
-    its first whole waves of runs (8 of 10 seeds on 2 cores); the chosen rung runs every seed.
+    is not default, e.g. breakout_harsh). A ladder that runs out of rungs writes its record and
+    no regime. A rung that can no longer meet the rule stops after its first whole waves of runs
+    (8 of 10 seeds on 2 cores); the chosen rung runs every seed.
 
     Examples:
 

@@ -328,6 +328,9 @@ def sweep(
 # gradlab list: the registries and the config folder, without TensorFlow
 
 
+_SENTENCE_END = re.compile(r"[.?!](\s|$)")
+
+
 def _yaml_comment(path: Path, *, most: int = 3) -> str:
     """The file's first sentence of comment: its first comment lines (at most ``most``) joined
     until a ``.``, ``?`` or ``!`` ends the sentence."""
@@ -341,10 +344,10 @@ def _yaml_comment(path: Path, *, most: int = 3) -> str:
         if "@package" in line:
             continue
         words.append(line.lstrip("# ").strip())
-        if re.search(r"[.?!](\s|$)", words[-1]) or len(words) == most:
+        if _SENTENCE_END.search(words[-1]) or len(words) == most:
             break
     text = " ".join(words)
-    end = re.search(r"[.?!](\s|$)", text)
+    end = _SENTENCE_END.search(text)
     return text[: end.start() + 1] if end else text
 
 

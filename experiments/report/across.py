@@ -152,6 +152,7 @@ def across_table(
         seen.add(resolved)
         loaded.append((Path(folder), load_results(folder)))
     by_task = _task_labels([r for _, r in loaded])
+    compared = f"{key}={baseline}"  # the baseline as gradlab table and a study record take it
     strata, cells, excluded, declared, notes, labels = [], {}, {}, {}, [], set()
     for folder, results in loaded:
         name = by_task.get(id(results)) or _unique(results.root.name, labels)
@@ -172,16 +173,12 @@ def across_table(
             analysis="independent",
             rate_test="fisher",
             alpha=alpha,
-            baseline=baseline if key == "variant" else f"{key}={baseline}",
+            baseline=compared,
         )
         if sensitivity:
             notes.append(sensitivity)
         summary = summarize(
-            results,
-            metrics=[endpoint],
-            baseline=f"{key}={baseline}",
-            alpha=alpha,
-            confirmatory=confirm,
+            results, metrics=[endpoint], baseline=compared, alpha=alpha, confirmatory=confirm
         )
         for stratum_label, rows in summary.groupby("stratum_label", sort=False):
             label = name if not summary.attrs["strata_keys"] else f"{name}, {stratum_label}"
@@ -192,7 +189,8 @@ def across_table(
                     f"stratum {label!r} holds runs of several tasks ({', '.join(tasks)}); a "
                     "stratum is one task: give one folder per task"
                 )
-            strata.append(Column(label, str(folder), "".join(tasks), _threshold_words(members)))
+            task = tasks[0] if tasks else ""
+            strata.append(Column(label, str(folder), task, _threshold_words(members)))
             for _, row in rows.iterrows():
                 cells[(label, str(row[key]))] = _cell(row, endpoint)
                 if row[f"{endpoint}_confirmatory"] and study is not None:
