@@ -36,6 +36,14 @@ def pool(
             "(m = 1), marked *; Holm over the others.",
         ),
     ] = None,
+    by_name: Annotated[
+        bool,
+        typer.Option(
+            "--by-name",
+            help="Match arms across strata by the variant's name alone (clipnorm at each task's "
+            "own threshold); the caption names each stratum's setting.",
+        ),
+    ] = False,
     fmt: FormatOption = None,
     out: OutOption = None,
 ) -> None:
@@ -53,14 +61,19 @@ def pool(
       gradlab pool results/catch/hidden_scale results/cartpole/hidden_scale -e unstable
 
       gradlab pool results/findings/study_cartpole_stress results/findings/study_breakout_stress
-      --primary scale_gradient -o pooled.tex
+      --primary scale_gradient --by-name -o pooled.tex
     """
     from experiments.report.across import across_table
     from experiments.report.across_render import render_across
 
     fmt = output_format(fmt, out)
     table = across_table(
-        folders, endpoint=endpoint, baseline=baseline, alpha=alpha, primary=primary
+        folders,
+        endpoint=endpoint,
+        baseline=baseline,
+        alpha=alpha,
+        primary=primary,
+        by_name=by_name,
     )
     for note in table.notes:
         typer.echo(note, err=True)

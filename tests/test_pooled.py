@@ -456,3 +456,65 @@ def test_one_informative_stratum_uses_fishers_exact_test_and_excluded_runs_are_n
     assert "**scale_gradient**" not in table
     assert row["scale_gradient"][-2] == "0.17"  # pooled: Fisher's 1/6, unadjusted (one arm)
     assert "Not runs of the design, left out of k/n: two: 1 running." in caption
+
+
+def _clip_folder(root, name, task, threshold, counts):
+    """counts: variant -> (failed, total); clipnorm's runs carry ``variant.clipnorm``."""
+    folder, seed = root / name, 0
+    for variant, (failed, total) in counts.items():
+        for i in range(total):
+            extra = {"variant.clipnorm": threshold} if variant == "clipnorm" else {}
+            _write(folder, variant, seed, unstable=i < failed, reached=i >= failed, task=task,
+                   threshold=None, **extra)  # fmt: skip
+            seed += 1
+    return folder
+
+
+def test_by_name_pools_an_arm_whose_setting_differs_per_task(tmp_path):
+    # Study 3's clip arm: each task's own threshold by one rule; by default two rows, each in
+    # one stratum; --by-name one row over both strata, each stratum's setting in the caption
+    one = _clip_folder(tmp_path, "s1", "breakout", "113", {"none": (6, 8), "clipnorm": (2, 8)})
+    two = _clip_folder(tmp_path, "s2", "cartpole", "203", {"none": (5, 8), "clipnorm": (1, 8)})
+    apart = across_table([one, two])
+    assert apart.variants == ("none", "clipnorm (clipnorm=113)", "clipnorm (clipnorm=203)")
+    alone = apart.pooled["clipnorm (clipnorm=113)"].contrast
+    assert list(alone.strata) == ["breakout"] and alone.test == "fisher"
+    joined = across_table([one, two], by_name=True)
+    assert joined.variants == ("none", "clipnorm")
+    assert joined.settings == {"clipnorm": {"breakout": "clipnorm=113", "cartpole": "clipnorm=203"}}
+    expected = pooled_contrast({"breakout": Stratum(2, 8, 6, 8), "cartpole": Stratum(1, 8, 5, 8)})
+    got = joined.pooled["clipnorm"].contrast
+    assert got.pvalue == pytest.approx(expected.pvalue) and got.test == "cmh"
+    assert got.odds_ratio == pytest.approx(expected.odds_ratio)
+    caption = _md([one, two], by_name=True)[1]
+    assert ("matched across strata by variant name, each with its stratum's setting: clipnorm: "
+            "clipnorm=113 in breakout, clipnorm=203 in cartpole.") in caption  # fmt: skip
+    records = across_records(joined)
+    assert {r["setting"] for r in records if r["stratum"] == "breakout"} == {"", "clipnorm=113"}
+    assert json.loads(render_across(joined, fmt="json"))["settings"] == joined.settings
+    # a stratum with two settings of one variant cannot be matched by name
+    both = tmp_path / "both"
+    for seed, threshold in enumerate(["0.4", "0.6"]):
+        _write(
+            both, "clipnorm", seed, unstable=False, reached=True, **{"variant.clipnorm": threshold}
+        )
+        _write(both, "none", seed, unstable=True, reached=False)
+    other = _folder(tmp_path, "other", {"none": (1, 2), "clipnorm": (0, 2)})
+    assert len(across_table([both, other]).variants) == 4
+    with pytest.raises(
+        ConfigError, match="stratum 'both' holds two settings of variant 'clipnorm'"
+    ):
+        across_table([both, other], by_name=True)
+
+
+def test_by_name_on_the_command_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    one = _clip_folder(tmp_path, "s1", "breakout", "113", {"none": (6, 8), "clipnorm": (2, 8)})
+    two = _clip_folder(tmp_path, "s2", "cartpole", "203", {"none": (5, 8), "clipnorm": (1, 8)})
+    ok = CliRunner().invoke(app, ["pool", str(one), str(two), "--by-name", "--primary", "clipnorm"])
+    assert ok.exit_code == 0, ok.output
+    _, row = _rows(ok.output.strip().split("\n\n")[0])
+    assert set(row) >= {"none"} and any(name.strip("*") == "clipnorm" for name in row)

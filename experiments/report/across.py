@@ -16,6 +16,12 @@ A stratum is labelled by its task when every folder holds one task and no two sh
 (``catch``, ``breakout``), else by its folder's name; a setting within a folder is added
 (``catch, stress``; ``hidden_scale, stress``). A stratum is always one task: a folder whose runs
 mix tasks without sweeping ``task`` is refused rather than lumped.
+
+An arm is a variant with its own parameters (``clipnorm (clipnorm=113)``), so arms with other
+settings in two strata are two rows. With ``by_name`` an arm is the variant's name alone: a
+design whose setting is derived per task by one rule (Study 3's clip threshold, each task's
+calibration runs' median gradient norm) pools as one row, and each stratum's setting is kept
+(``Across.settings``) for the caption; a stratum holding two settings of one variant is refused.
 """
 
 from __future__ import annotations
@@ -99,6 +105,8 @@ class Across:
     excluded: dict[str, str]  # folder label -> "1 failed, 2 running"
     declared: dict[str, str]  # stratum label -> the study whose primary is marked there
     notes: tuple[str, ...] = ()  # a study folder tabled with another analysis than registered
+    settings: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
+    # by_name: variant -> {stratum label: its parameters there, "clipnorm=113"}
 
 
 def _threshold_words(runs: pd.DataFrame) -> str:
@@ -125,13 +133,15 @@ def across_table(
     alpha: float = 0.05,
     key: str = "variant",
     primary: str | None = None,
+    by_name: bool = False,
 ) -> Across:
     """The cross-stratum table of ``endpoint`` (a rate) over ``folders``.
 
     Raises:
       ConfigError: fewer than two strata, an endpoint that is not a rate, a folder given twice,
         without the compared key or without the baseline, a stratum holding several tasks, no
-        variant besides the baseline, a primary arm that no folder has.
+        variant besides the baseline, a primary arm that no folder has; with ``by_name``, a
+        stratum holding two settings of one variant.
     """
     from experiments.report.contrasts import adjust
     from experiments.report.results import load_results
@@ -154,6 +164,7 @@ def across_table(
     by_task = _task_labels([r for _, r in loaded])
     compared = f"{key}={baseline}"  # the baseline as gradlab table and a study record take it
     strata, cells, excluded, declared, notes, labels = [], {}, {}, {}, [], set()
+    settings: dict[str, dict[str, str]] = {}
     for folder, results in loaded:
         name = by_task.get(id(results)) or _unique(results.root.name, labels)
         labels.add(name)
@@ -192,7 +203,13 @@ def across_table(
             task = tasks[0] if tasks else ""
             strata.append(Column(label, str(folder), task, _threshold_words(members)))
             for _, row in rows.iterrows():
-                cells[(label, str(row[key]))] = _cell(row, endpoint)
+                arm = _arm(str(row[key]), label, settings) if by_name else str(row[key])
+                if (label, arm) in cells:
+                    raise ConfigError(
+                        f"stratum {label!r} holds two settings of {key} {arm!r}; matching arms "
+                        "by name needs one setting per stratum: give the folders without it"
+                    )
+                cells[(label, arm)] = _cell(row, endpoint)
                 if row[f"{endpoint}_confirmatory"] and study is not None:
                     declared[label] = study.study
     if len(strata) < 2:
@@ -228,7 +245,17 @@ def across_table(
         excluded=excluded,
         declared=declared,
         notes=tuple(notes),
+        settings=settings,
     )
+
+
+def _arm(label: str, stratum: str, settings: dict[str, dict[str, str]]) -> str:
+    """A variant's name alone (``clipnorm (clipnorm=113)`` -> ``clipnorm``), its parameters
+    recorded in ``settings[name][stratum]``."""
+    name, _, shown = label.partition(" (")
+    if shown:
+        settings.setdefault(name, {})[stratum] = shown.removesuffix(")")
+    return name
 
 
 def _cell(row: pd.Series, endpoint: str) -> Cell:

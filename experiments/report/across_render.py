@@ -78,6 +78,17 @@ def _thresholds(t: Across) -> str:
     return "; ".join(f"{s.label}: {s.threshold}" for s in t.strata)
 
 
+def _settings_words(t: Across) -> str:
+    """Where arms were matched by name: each such arm's setting per stratum."""
+    if not t.settings:
+        return ""
+    arms = "; ".join(
+        f"{variant}: " + ", ".join(f"{shown} in {label}" for label, shown in where.items())
+        for variant, where in t.settings.items()
+    )
+    return f" Arms matched across strata by {t.key} name, each with its stratum's setting: {arms}."
+
+
 def across_caption(t: Across) -> str:
     """What every column, test and correction is, with the numbers used."""
     n_arms = max((p.m for p in t.pooled.values() if not p.primary), default=0)
@@ -92,7 +103,7 @@ def across_caption(t: Across) -> str:
     left_out = [
         f"{variant} in {label}" for variant, p in t.pooled.items() for label in p.contrast.left_out
     ]
-    notes = ""
+    notes = _settings_words(t)
     if left_out:
         notes += f" Adding nothing to the pooled test: {'; '.join(left_out)}."
     if t.excluded:
@@ -186,9 +197,10 @@ def across_records(t: Across) -> list[dict]:
         for s in t.strata:
             cell = t.cells.get((s.label, variant))
             if cell is not None:
+                setting = t.settings.get(variant, {}).get(s.label, "")
                 out.append(
                     {t.key: variant, "stratum": s.label, "task": s.task, "folder": s.folder,
-                     **dataclasses.asdict(cell)}
+                     **({"setting": setting} if t.settings else {}), **dataclasses.asdict(cell)}
                 )  # fmt: skip
         pooled = t.pooled.get(variant)
         if pooled is not None:
@@ -247,6 +259,7 @@ def render_across(t: Across, *, fmt: str) -> str:
             "primary": t.primary,
             "strata": [dataclasses.asdict(s) for s in t.strata],
             "excluded": t.excluded,
+            "settings": t.settings,
             "caption": across_caption(t),
         }
         return json.dumps(_finite({**meta, "rows": across_records(t)}), indent=2, allow_nan=False)
