@@ -514,7 +514,41 @@ def test_by_name_on_the_command_line(tmp_path):
 
     one = _clip_folder(tmp_path, "s1", "breakout", "113", {"none": (6, 8), "clipnorm": (2, 8)})
     two = _clip_folder(tmp_path, "s2", "cartpole", "203", {"none": (5, 8), "clipnorm": (1, 8)})
-    ok = CliRunner().invoke(app, ["pool", str(one), str(two), "--by-name", "--primary", "clipnorm"])
+    runner = CliRunner()
+    ok = runner.invoke(app, ["pool", str(one), str(two), "--by-name", "--primary", "clipnorm"])
     assert ok.exit_code == 0, ok.output
-    _, row = _rows(ok.output.strip().split("\n\n")[0])
-    assert set(row) >= {"none"} and any(name.strip("*") == "clipnorm" for name in row)
+    table, caption = ok.output.strip().split("\n\n")
+    _, row = _rows(table)
+    assert set(row) == {"none", "**clipnorm**"}  # one row over both strata
+    # 2/8 vs 6/8 and 1/8 vs 5/8: the CMH test alone (m = 1), starred
+    expected = pooled_contrast({"a": Stratum(2, 8, 6, 8), "b": Stratum(1, 8, 5, 8)}).pvalue
+    assert row["**clipnorm**"][-2] == format_p(expected, alpha=0.05) + "*"
+    assert "clipnorm=113 in breakout, clipnorm=203 in cartpole" in caption
+    # a baseline with parameters cannot be matched by name: one line, exit 2
+    bad = runner.invoke(app, ["pool", str(one), str(two), "--by-name", "--baseline",
+                              "clipnorm (clipnorm=113)"])  # fmt: skip
+    assert bad.exit_code == 2 and len(bad.output.strip().splitlines()) == 1
+    assert "baseline 'clipnorm (clipnorm=113)' has parameters" in bad.output
+
+
+def test_by_name_names_a_stratum_where_the_arm_has_no_parameters(tmp_path):
+    one = _clip_folder(tmp_path, "s1", "breakout", "113", {"none": (6, 8), "clipnorm": (2, 8)})
+    two = _folder(tmp_path, "s2", {"none": (5, 8), "clipnorm": (1, 8)}, task="cartpole")
+    joined = across_table([one, two], by_name=True)
+    assert joined.settings == {"clipnorm": {"breakout": "clipnorm=113", "cartpole": "its defaults"}}
+    settings = {(r["stratum"], r["variant"]): r["setting"] for r in across_records(joined)
+                if r["stratum"] != "pooled"}  # fmt: skip
+    assert settings[("cartpole", "clipnorm")] == "its defaults"
+    assert settings[("cartpole", "none")] == ""
+    # the setting column is there under --by-name even when no arm has parameters
+    plain = [_folder(tmp_path, n, {"none": (2, 4), "sg": (0, 4)}) for n in ("p", "q")]
+    records = across_records(across_table(plain, by_name=True))
+    assert all(r.get("setting") == "" for r in records if r["stratum"] != "pooled")
+    # a baseline whose runs carry parameters is refused rather than lost
+    withp = tmp_path / "withp"
+    for seed in range(2):
+        _write(withp, "clipnorm", seed, unstable=False, reached=True, **{"variant.clipnorm": "1"})
+        _write(withp, "none", seed, unstable=True, reached=False)
+    other = _folder(tmp_path, "other", {"none": (1, 2), "clipnorm": (0, 2)})
+    with pytest.raises(ConfigError, match="baseline 'clipnorm' has parameters"):
+        across_table([withp, other], baseline="clipnorm", by_name=True)

@@ -21,7 +21,8 @@ An arm is a variant with its own parameters (``clipnorm (clipnorm=113)``), so ar
 settings in two strata are two rows. With ``by_name`` an arm is the variant's name alone: a
 design whose setting is derived per task by one rule (Study 3's clip threshold, each task's
 calibration runs' median gradient norm) pools as one row, and each stratum's setting is kept
-(``Across.settings``) for the caption; a stratum holding two settings of one variant is refused.
+(``Across.settings``; ``its defaults`` where the arm has none there) for the caption; a stratum
+holding two settings of one variant, or a baseline with parameters, is refused.
 """
 
 from __future__ import annotations
@@ -105,8 +106,9 @@ class Across:
     excluded: dict[str, str]  # folder label -> "1 failed, 2 running"
     declared: dict[str, str]  # stratum label -> the study whose primary is marked there
     notes: tuple[str, ...] = ()  # a study folder tabled with another analysis than registered
+    by_name: bool = False  # arms matched across strata by the variant's name alone
     settings: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
-    # by_name: variant -> {stratum label: its parameters there, "clipnorm=113"}
+    # by_name: variant -> {stratum label: its parameters there, "clipnorm=113" or "its defaults"}
 
 
 def _threshold_words(runs: pd.DataFrame) -> str:
@@ -141,7 +143,7 @@ def across_table(
       ConfigError: fewer than two strata, an endpoint that is not a rate, a folder given twice,
         without the compared key or without the baseline, a stratum holding several tasks, no
         variant besides the baseline, a primary arm that no folder has; with ``by_name``, a
-        stratum holding two settings of one variant.
+        stratum holding two settings of one variant, or a baseline with parameters.
     """
     from experiments.report.contrasts import adjust
     from experiments.report.results import load_results
@@ -149,6 +151,11 @@ def across_table(
     from experiments.study.analysis import registered_contrast
 
     alpha = check_alpha(alpha)
+    if by_name and " (" in baseline:
+        raise ConfigError(
+            f"baseline {baseline!r} has parameters; matching arms by name needs a baseline "
+            "without any: pool without --by-name"
+        )
     rates = [name for name, metric in METRICS.items() if metric.rate]
     if endpoint not in rates:
         raise unknown_choice("endpoint", endpoint, rates)
@@ -174,6 +181,11 @@ def across_table(
                 f"folder {name!r} does not vary {key!r}; a pooled table compares arms of {key!r}"
             )
         if not (runs[key] == baseline).any():
+            if by_name and runs[key].astype(str).str.startswith(f"{baseline} (").any():
+                raise ConfigError(
+                    f"baseline {baseline!r} has parameters in folder {name!r}; matching arms "
+                    "by name needs a baseline without any: pool without --by-name"
+                )
             raise ConfigError(f"folder {name!r} has no run of the baseline {key}={baseline}")
         note = status_note(results.runs["status"])
         if note:
@@ -204,6 +216,11 @@ def across_table(
             strata.append(Column(label, str(folder), task, _threshold_words(members)))
             for _, row in rows.iterrows():
                 arm = _arm(str(row[key]), label, settings) if by_name else str(row[key])
+                if row["is_baseline"] and arm != str(row[key]):
+                    raise ConfigError(
+                        f"baseline {row[key]!r} has parameters; matching arms by name needs a "
+                        "baseline without any: pool without --by-name"
+                    )
                 if (label, arm) in cells:
                     raise ConfigError(
                         f"stratum {label!r} holds two settings of {key} {arm!r}; matching arms "
@@ -225,6 +242,11 @@ def across_table(
         )
     if primary is not None and primary not in arms:
         raise unknown_choice("primary arm", primary, arms)
+    for name, where in settings.items():
+        for s in strata:
+            if (s.label, name) in cells:
+                where.setdefault(s.label, "its defaults")
+        settings[name] = {s.label: where[s.label] for s in strata if s.label in where}
     contrasts = [pooled_contrast(_strata(cells, strata, arm, baseline)) for arm in arms]
     families = ["primary" if a == primary else "all" for a in arms]
     adjusted, sizes = adjust([c.pvalue for c in contrasts], families)
@@ -245,6 +267,7 @@ def across_table(
         excluded=excluded,
         declared=declared,
         notes=tuple(notes),
+        by_name=by_name,
         settings=settings,
     )
 

@@ -200,7 +200,7 @@ def across_records(t: Across) -> list[dict]:
                 setting = t.settings.get(variant, {}).get(s.label, "")
                 out.append(
                     {t.key: variant, "stratum": s.label, "task": s.task, "folder": s.folder,
-                     **({"setting": setting} if t.settings else {}), **dataclasses.asdict(cell)}
+                     **({"setting": setting} if t.by_name else {}), **dataclasses.asdict(cell)}
                 )  # fmt: skip
         pooled = t.pooled.get(variant)
         if pooled is not None:
@@ -259,6 +259,7 @@ def render_across(t: Across, *, fmt: str) -> str:
             "primary": t.primary,
             "strata": [dataclasses.asdict(s) for s in t.strata],
             "excluded": t.excluded,
+            "by_name": t.by_name,
             "settings": t.settings,
             "caption": across_caption(t),
         }
