@@ -51,8 +51,9 @@ def pool(
     varies, e.g. regime=stress) its k/n on a rate endpoint and its contrast with the baseline
     there (Fisher's exact test, Holm within the stratum, as gradlab table gives it); then each
     variant against the baseline pooled over the strata (Cochran-Mantel-Haenszel test, Holm over
-    the variants; Mantel-Haenszel odds ratio with its 95% CI; Breslow-Day test of equal odds
-    ratios across strata). Strata are labelled by task when each folder holds its own task.
+    the variants, with the exact conditional test beside it; Mantel-Haenszel odds ratio with its
+    95% CI; Breslow-Day test of equal odds ratios across strata). Strata are labelled by task
+    when each folder holds its own task.
 
     Examples:
 

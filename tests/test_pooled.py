@@ -13,7 +13,7 @@ from scipy import stats
 from experiments.errors import ConfigError
 from experiments.report.across import across_table
 from experiments.report.across_render import across_records, render_across
-from experiments.report.pooled import Stratum, pooled_contrast
+from experiments.report.pooled import Stratum, exact_conditional_p, pooled_contrast
 from experiments.report.render import format_p
 
 # Two strata, arm vs baseline events: 2/10 vs 6/10 and 1/8 vs 5/8.
@@ -35,6 +35,47 @@ def test_cmh_and_mantel_haenszel_by_hand():
     low, high = c.odds_ratio_ci
     assert low < c.odds_ratio < high < 1
     assert 0 <= c.homogeneity_p <= 1 and c.left_out == ()
+
+
+def test_exact_conditional_test_by_hand_and_by_enumeration():
+    from itertools import product
+    from math import comb
+
+    # arm 0/10 vs baseline 2/10 and 0/10 vs 5/10: the arm's total events T = 0 has probability
+    # C(10,2)/C(20,2) * C(10,5)/C(20,5); equal arm sizes make T symmetric about 3.5, so T = 7 is
+    # as likely, and every other sum is likelier: p = 2 * P(T = 0)
+    zero = comb(10, 2) / comb(20, 2) * comb(10, 5) / comb(20, 5)
+    strata = [Stratum(0, 10, 2, 10), Stratum(0, 10, 5, 10)]
+    assert exact_conditional_p(strata) == pytest.approx(2 * zero, rel=1e-9)
+    assert 2 * zero == pytest.approx(0.0076992, rel=1e-4)
+    # one stratum: Fisher's two-sided exact test
+    for s in (
+        Stratum(2, 5, 5, 5),
+        Stratum(2, 10, 6, 10),
+        Stratum(0, 7, 3, 9),
+        Stratum(6, 10, 5, 10),
+    ):
+        assert exact_conditional_p([s]) == pytest.approx(stats.fisher_exact(s.table).pvalue)
+    # three unequal strata against brute-force enumeration of every table with the margins
+    three = [Stratum(1, 6, 4, 7), Stratum(3, 9, 2, 5), Stratum(0, 4, 3, 8)]
+
+    def pmf(s, k):
+        events, total = s.arm_events + s.base_events, s.arm_n + s.base_n
+        return comb(s.arm_n, k) * comb(s.base_n, events - k) / comb(total, events)
+
+    sums: dict[int, float] = {}
+    ranges = [range(0, min(s.arm_n, s.arm_events + s.base_events) + 1) for s in three]
+    for ks in product(*ranges):
+        prob = 1.0
+        for s, k in zip(three, ks, strict=True):
+            prob *= pmf(s, k) if s.arm_events + s.base_events - k <= s.base_n else 0.0
+        sums[sum(ks)] = sums.get(sum(ks), 0.0) + prob
+    observed = sums[sum(s.arm_events for s in three)]
+    by_hand = sum(v for v in sums.values() if v <= observed * (1 + 1e-7))
+    assert exact_conditional_p(three) == pytest.approx(by_hand, rel=1e-9)
+    # pooled_contrast carries it over the informative strata only
+    c = pooled_contrast({"a": strata[0], "b": strata[1], "none": Stratum(4, 4, 4, 4)})
+    assert c.exact_p == pytest.approx(2 * zero) and c.left_out == ("none",)
 
 
 def test_breslow_day_sees_opposite_effects_and_one_stratum_has_none():
@@ -141,8 +182,15 @@ def test_table_from_summary_files(tmp_path):
         assert row["maxnorm"][j] == format_p(mx, alpha=0.05)
         assert ("**" in sg_row[j - 1]) == (sg < 0.05)  # bold k/n exactly when its p_adj < alpha
     # pooled: Holm over 2 arms: scale_gradient's CMH p 0.00784 x 2 = 0.016 < 0.05 -> bold
-    assert row["**scale_gradient**"][-2] == "0.016"
-    assert row["**scale_gradient**"][-3].startswith("0.128 [")
+    assert row["**scale_gradient**"][-3] == "0.016"
+    assert row["**scale_gradient**"][-4].startswith("0.128 [")
+    # the exact conditional test beside it, Holm over the same 2 arms
+    exact = _holm([exact_conditional_p([Stratum(2, 10, 6, 10), Stratum(1, 8, 5, 8)]),
+                   exact_conditional_p([Stratum(5, 10, 6, 10), Stratum(5, 8, 5, 8)])])  # fmt: skip
+    assert row["**scale_gradient**"][-2] == format_p(exact[0], alpha=0.05)
+    assert row["maxnorm"][-2] == format_p(exact[1], alpha=0.05)
+    assert header[-4:] == ["pooled OR [95% CI]", "pooled CMH p_adj", "pooled exact p_adj",
+                           "pooled BD p"]  # fmt: skip
     assert "maxnorm" in row and "**maxnorm**" not in row
     assert "Holm-adjusted over the 2 variants" in caption and "Breslow-Day" in caption
     assert "Fisher's exact test, Holm-adjusted over the stratum's variants" in caption
@@ -206,12 +254,12 @@ def test_declared_primary_is_tested_alone_and_marked(tmp_path):
     table, caption = _md([one, two], endpoint="failed", primary="scale_gradient")
     _, row = _rows(table)
     # m = 1 for the declared arm: its CMH p unadjusted (0.0078), marked *
-    assert row["**scale_gradient**"][-2] == "0.0078*"
+    assert row["**scale_gradient**"][-3] == "0.0078*"
     # Holm over the other two by hand: the smaller p times 2, the larger times 1 (monotone)
     small, large = sorted((p["sg"], p["maxnorm"]))
     assert p["sg"] == small
-    assert row["**sg**" if 2 * small < 0.05 else "sg"][-2] == format_p(2 * small, alpha=0.05)
-    assert row["maxnorm"][-2] == format_p(max(large, 2 * small), alpha=0.05)
+    assert row["**sg**" if 2 * small < 0.05 else "sg"][-3] == format_p(2 * small, alpha=0.05)
+    assert row["maxnorm"][-3] == format_p(max(large, 2 * small), alpha=0.05)
     assert "Holm-adjusted over the 2 variants other than scale_gradient" in caption
     assert "variant=scale_gradient on failed, the pooled contrast declared" in caption
     # without a declaration: Holm over all three, no *: sg (smallest) x3, scale_gradient x2
@@ -220,7 +268,7 @@ def test_declared_primary_is_tested_alone_and_marked(tmp_path):
     plain, plain_caption = _md([one, two], endpoint="failed")
     assert "*" not in plain.replace("**", "")
     holm = max(3 * p["sg"], 2 * p["scale_gradient"])
-    assert _rows(plain)[1]["**scale_gradient**"][-2] == format_p(holm, alpha=0.05)
+    assert _rows(plain)[1]["**scale_gradient**"][-3] == format_p(holm, alpha=0.05)
     assert "exploratory unless a study declared" in plain_caption
     with pytest.raises(ConfigError, match="unknown primary arm 'lr_scale'"):
         across_table([one, two], primary="lr_scale")
@@ -359,7 +407,7 @@ def test_csv_json_and_latex(tmp_path):
     assert all(r["p_adjusted"] is None for r in base)  # NaN as null: valid JSON
     tex = render_across(across, fmt="latex")
     # each task heads its own column group; the pooled group heads three columns
-    assert r"& cartpole & breakout & space\_invaders & \multicolumn{3}{c}{pooled} \\" in tex
+    assert r"& cartpole & breakout & space\_invaders & \multicolumn{4}{c}{pooled} \\" in tex
     if _engine() is None:
         pytest.skip("no LaTeX engine (pdflatex, lualatex, tectonic) to compile the table")
     log = _compile(tex, tmp_path)
@@ -454,7 +502,7 @@ def test_one_informative_stratum_uses_fishers_exact_test_and_excluded_runs_are_n
     table, caption = _md([one, two])
     _, row = _rows(table)
     assert "**scale_gradient**" not in table
-    assert row["scale_gradient"][-2] == "0.17"  # pooled: Fisher's 1/6, unadjusted (one arm)
+    assert row["scale_gradient"][-3] == "0.17"  # pooled: Fisher's 1/6, unadjusted (one arm)
     assert "Not runs of the design, left out of k/n: two: 1 running." in caption
 
 
@@ -522,7 +570,7 @@ def test_by_name_on_the_command_line(tmp_path):
     assert set(row) == {"none", "**clipnorm**"}  # one row over both strata
     # 2/8 vs 6/8 and 1/8 vs 5/8: the CMH test alone (m = 1), starred
     expected = pooled_contrast({"a": Stratum(2, 8, 6, 8), "b": Stratum(1, 8, 5, 8)}).pvalue
-    assert row["**clipnorm**"][-2] == format_p(expected, alpha=0.05) + "*"
+    assert row["**clipnorm**"][-3] == format_p(expected, alpha=0.05) + "*"
     assert "clipnorm=113 in breakout, clipnorm=203 in cartpole" in caption
     # a baseline with parameters cannot be matched by name: one line, exit 2
     bad = runner.invoke(app, ["pool", str(one), str(two), "--by-name", "--baseline",

@@ -71,6 +71,8 @@ class Pooled:
       m: its family's size.
       primary: the pooled contrast declared before the runs.
       bold: ``p_adjusted < alpha``.
+      exact_p_adjusted: the exact conditional test's p, adjusted in the same family: a
+        small-sample check beside the CMH p, never what bold or ``*`` stand for.
     """
 
     contrast: PooledContrast
@@ -78,6 +80,7 @@ class Pooled:
     m: int
     primary: bool
     bold: bool
+    exact_p_adjusted: float = math.nan
 
 
 @dataclasses.dataclass(frozen=True)
@@ -250,9 +253,12 @@ def across_table(
     contrasts = [pooled_contrast(_strata(cells, strata, arm, baseline)) for arm in arms]
     families = ["primary" if a == primary else "all" for a in arms]
     adjusted, sizes = adjust([c.pvalue for c in contrasts], families)
+    exact, _ = adjust([c.exact_p for c in contrasts], families)
     pooled = {
-        arm: Pooled(c, float(p), int(m), arm == primary, bool(np.isfinite(p) and p < alpha))
-        for arm, c, p, m in zip(arms, contrasts, adjusted, sizes, strict=True)
+        arm: Pooled(
+            c, float(p), int(m), arm == primary, bool(np.isfinite(p) and p < alpha), float(e)
+        )
+        for arm, c, p, m, e in zip(arms, contrasts, adjusted, sizes, exact, strict=True)
     }
     return Across(
         endpoint=endpoint,

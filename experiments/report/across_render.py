@@ -1,12 +1,12 @@
-"""``gradlab pool``'s table (:class:`~experiments.report.across.Across`) as Markdown, LaTeX, CSV
-or JSON, with its caption.
+"""``gradlab pool``'s table (:class:`~experiments.report.across.Across`) as Markdown, LaTeX, CSV or
+JSON, with its caption.
 
-Markdown: a column per stratum's ``k/n`` and ``p_adj``, then the pooled odds ratio, CMH p_adj and
-Breslow-Day p, caption below. LaTeX: a ``table`` float that needs only booktabs, one column per
-stratum (``k/n`` with its ``p`` below, a stacked cell) under the stratum's label, and the pooled
-group, so three tasks fit a one-column text width. CSV and JSON: one record per variant and
-stratum and one per variant pooled, every number (undefined as an empty cell or null; an
-infinite odds ratio as ``inf``).
+Markdown: a column per stratum's ``k/n`` and ``p_adj``, then the pooled odds ratio, CMH p_adj, the
+exact conditional test's p_adj and Breslow-Day p, caption below. LaTeX: a ``table`` float that needs
+only booktabs, one column per stratum (``k/n`` with its ``p`` below, a stacked cell) under the
+stratum's label, and the pooled group, so three tasks fit a one-column text width. CSV and JSON: one
+record per variant and stratum and one per variant pooled, every number (undefined as an empty cell
+or null; an infinite odds ratio as ``inf``).
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ def _p(value: float, t: Across, star: bool) -> str:
 
 def _rows(t: Across) -> list[dict]:
     """Per variant: its name and bold, per stratum ``(k/n, bold, p_adj)``, and the pooled
-    ``(odds ratio, CI, CMH p_adj, Breslow-Day p)``; texts, ``base`` for the baseline."""
+    ``(odds ratio, CI, CMH p_adj, Breslow-Day p, exact p_adj)``; texts, ``base`` for the
+    baseline."""
     rows = []
     for variant in t.variants:
         is_base = variant == t.baseline
@@ -59,11 +60,12 @@ def _rows(t: Across) -> list[dict]:
             p = "base" if is_base else _p(cell.p_adjusted, t, cell.confirmatory)
             strata.append((f"{cell.k}/{cell.n}", cell.bold, p))
         if is_base:
-            summary = ("base", "", "base", "base")
+            summary = ("base", "", "base", "base", "base")
         else:
             c = pooled.contrast
             p = _p(pooled.p_adjusted, t, pooled.primary)
-            summary = (_ratio(c.odds_ratio), _ci(c), p, format_p(c.homogeneity_p))
+            exact = format_p(pooled.exact_p_adjusted, alpha=t.alpha)
+            summary = (_ratio(c.odds_ratio), _ci(c), p, format_p(c.homogeneity_p), exact)
         rows.append(
             {"name": variant, "bold": bool(pooled and pooled.bold), "strata": strata,
              "pooled": summary}
@@ -131,7 +133,10 @@ def across_caption(t: Across) -> str:
         "stratum: Mantel-Haenszel odds ratio (OR; below 1: fewer events than the baseline) "
         "with its Robins-Breslow-Greenland 95% CI; Cochran-Mantel-Haenszel test (asymptotic, "
         "no continuity correction; a variant with one informative stratum: Fisher's exact test "
-        f"of that stratum), {holm}; Breslow-Day "
+        f"of that stratum), {holm}; exact p_adj: the exact conditional test of the same null "
+        "(the arm's events summed over the strata, given each stratum's margins: a convolution "
+        "of hypergeometric distributions; Fisher's exact test with one stratum), adjusted in "
+        "the same family, a small-sample check on the asymptotic CMH p; Breslow-Day "
         "test of equal odds ratios across the strata with Tarone's adjustment (BD; a small p: "
         "the effect differs between them). A stratum where either arm has no run with a "
         "defined endpoint, or both arms are all events or none, adds nothing to the pooled "
@@ -145,14 +150,14 @@ def _markdown(t: Across) -> str:
     header = [t.key]
     for s in t.strata:
         header += [f"{s.label} k/n", f"{s.label} p_adj"]
-    header += ["pooled OR [95% CI]", "pooled CMH p_adj", "pooled BD p"]
+    header += ["pooled OR [95% CI]", "pooled CMH p_adj", "pooled exact p_adj", "pooled BD p"]
     body = []
     for row in _rows(t):
         line = [f"**{row['name']}**" if row["bold"] else row["name"]]
         for kn, bold, p in row["strata"]:
             line += [f"**{kn}**" if bold else kn, p]
-        odds, ci, p, bd = row["pooled"]
-        line += [f"{odds} {ci}".strip(), p, bd]
+        odds, ci, p, bd, exact = row["pooled"]
+        line += [f"{odds} {ci}".strip(), p, exact, bd]
         body.append(line)
     align = ["left"] + ["right"] * (len(header) - 1)
     return markdown_table(header, body, align=align) + f"\n\n{across_caption(t)}\n"
@@ -160,7 +165,8 @@ def _markdown(t: Across) -> str:
 
 def _latex(t: Across) -> str:
     headers = [("", t.key)] + [(s.label, "k/n, p") for s in t.strata]
-    headers += [("pooled", "OR [95% CI]"), ("pooled", "CMH p"), ("pooled", "BD p")]
+    headers += [("pooled", "OR [95% CI]"), ("pooled", "CMH p"), ("pooled", "exact p")]
+    headers += [("pooled", "BD p")]
     body = []
     for row in _rows(t):
         name = latex_text(row["name"])
@@ -169,9 +175,10 @@ def _latex(t: Across) -> str:
             first = rf"\textbf{{{latex_text(kn)}}}" if bold else latex_text(kn)
             below = [] if p == _DASH else [rf"\scriptsize {latex_text(p)}"]
             line.append(latex_stack([first, *below], "r"))
-        odds, ci, p, bd = row["pooled"]
+        odds, ci, p, bd, exact = row["pooled"]
         below = [rf"\scriptsize {latex_text(ci)}"] if ci else []
-        line += [latex_stack([latex_text(odds), *below], "r"), latex_text(p), latex_text(bd)]
+        line += [latex_stack([latex_text(odds), *below], "r"), latex_text(p), latex_text(exact)]
+        line.append(latex_text(bd))
         body.append(line)
     columns = pd.MultiIndex.from_tuples([(latex_text(a), latex_text(b)) for a, b in headers])
     styler = pd.DataFrame(body, columns=columns).style.hide(axis="index")
@@ -210,7 +217,8 @@ def across_records(t: Across) -> list[dict]:
                  "odds_ratio_low": c.odds_ratio_ci[0], "odds_ratio_high": c.odds_ratio_ci[1],
                  "statistic": c.statistic, "p": c.pvalue, "p_adjusted": pooled.p_adjusted,
                  "m": pooled.m, "confirmatory": pooled.primary, "bold": pooled.bold,
-                 "breslow_day_p": c.homogeneity_p, "test": c.test,
+                 "breslow_day_p": c.homogeneity_p, "test": c.test, "exact_p": c.exact_p,
+                 "exact_p_adjusted": pooled.exact_p_adjusted,
                  "left_out": "; ".join(c.left_out)}
             )  # fmt: skip
     return out

@@ -4,9 +4,12 @@ statistics of ``gradlab pool``, whose table is :mod:`experiments.report.across`.
 The pooled test is the Cochran-Mantel-Haenszel test of a common odds ratio of 1 (no continuity
 correction), with the Mantel-Haenszel pooled odds ratio and its Robins-Breslow-Greenland 95% CI,
 and the Breslow-Day test of equal odds ratios across the strata (a small p: the effect differs
-between strata, and a pooled figure hides it). All from statsmodels' ``StratifiedTable``; a
+between strata, and a pooled figure hides it), all from statsmodels' ``StratifiedTable``; a
 stratum whose 2x2 table has an empty row or no variation contributes nothing to the test and is
-named.
+named. Beside them, as a small-sample check, the exact conditional test of the same null
+(:func:`exact_conditional_p`: given every stratum's margins, the arm's total events follow the
+convolution of the strata's hypergeometric distributions, scipy's ``hypergeom``), which needs
+no large counts and is Fisher's exact test with one stratum.
 
 Each stratum's 2x2 table is ``[[arm events, arm non-events], [baseline events, baseline
 non-events]]``, so an odds ratio below 1 means fewer events (failures) in the arm.
@@ -15,13 +18,13 @@ non-events]]``, so an odds ratio below 1 means fewer events (failures) in the ar
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from experiments.errors import ConfigError
 
-__all__ = ["PooledContrast", "Stratum", "pooled_contrast"]
+__all__ = ["PooledContrast", "Stratum", "exact_conditional_p", "pooled_contrast"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,6 +77,8 @@ class PooledContrast:
       left_out: the labels of strata that contributed nothing (an empty arm or no variation).
       test: what gave ``pvalue``: ``cmh``, ``fisher`` (one informative stratum; ``statistic``
         stays the CMH chi-square) or ``none``.
+      exact_p: the exact conditional test's two-sided p over the informative strata
+        (:func:`exact_conditional_p`; NaN when none is informative).
     """
 
     strata: Mapping[str, Stratum]
@@ -84,6 +89,27 @@ class PooledContrast:
     homogeneity_p: float
     left_out: tuple[str, ...]
     test: str = "cmh"
+    exact_p: float = float("nan")
+
+
+def exact_conditional_p(strata: Sequence[Stratum]) -> float:
+    """The exact conditional test of a common odds ratio of 1 over ``strata``, two-sided.
+
+    Given each stratum's margins, the arm's events there are hypergeometric under the null; their
+    sum over the strata follows the convolution of those distributions. The p is the total
+    probability of the sums no more likely than the observed one (the rule of scipy's two-sided
+    ``fisher_exact``, to which it reduces with one stratum).
+    """
+    from scipy.stats import hypergeom
+
+    pmf, low, observed = np.ones(1), 0, 0
+    for s in strata:
+        total, events, arm = s.arm_n + s.base_n, s.arm_events + s.base_events, s.arm_n
+        first, last = max(0, events - (total - arm)), min(events, arm)
+        pmf = np.convolve(pmf, hypergeom(total, events, arm).pmf(np.arange(first, last + 1)))
+        low, observed = low + first, observed + s.arm_events
+    at = pmf[observed - low]
+    return float(min(1.0, pmf[pmf <= at * (1 + 1e-7)].sum()))
 
 
 def pooled_contrast(strata: Mapping[str, Stratum]) -> PooledContrast:
@@ -126,4 +152,5 @@ def pooled_contrast(strata: Mapping[str, Stratum]) -> PooledContrast:
         homogeneity_p=homogeneity,
         left_out=left_out,
         test="fisher" if len(used) == 1 else "cmh",
+        exact_p=exact_conditional_p(list(used.values())),
     )
