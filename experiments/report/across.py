@@ -155,10 +155,7 @@ def across_table(
 
     alpha = check_alpha(alpha)
     if by_name and " (" in baseline:
-        raise ConfigError(
-            f"baseline {baseline!r} has parameters; matching arms by name needs a baseline "
-            "without any: pool without --by-name"
-        )
+        raise _baseline_with_parameters(baseline)
     rates = [name for name, metric in METRICS.items() if metric.rate]
     if endpoint not in rates:
         raise unknown_choice("endpoint", endpoint, rates)
@@ -185,10 +182,7 @@ def across_table(
             )
         if not (runs[key] == baseline).any():
             if by_name and runs[key].astype(str).str.startswith(f"{baseline} (").any():
-                raise ConfigError(
-                    f"baseline {baseline!r} has parameters in folder {name!r}; matching arms "
-                    "by name needs a baseline without any: pool without --by-name"
-                )
+                raise _baseline_with_parameters(baseline, f" in folder {name!r}")
             raise ConfigError(f"folder {name!r} has no run of the baseline {key}={baseline}")
         note = status_note(results.runs["status"])
         if note:
@@ -220,10 +214,7 @@ def across_table(
             for _, row in rows.iterrows():
                 arm = _arm(str(row[key]), label, settings) if by_name else str(row[key])
                 if row["is_baseline"] and arm != str(row[key]):
-                    raise ConfigError(
-                        f"baseline {row[key]!r} has parameters; matching arms by name needs a "
-                        "baseline without any: pool without --by-name"
-                    )
+                    raise _baseline_with_parameters(str(row[key]))
                 if (label, arm) in cells:
                     raise ConfigError(
                         f"stratum {label!r} holds two settings of {key} {arm!r}; matching arms "
@@ -245,11 +236,12 @@ def across_table(
         )
     if primary is not None and primary not in arms:
         raise unknown_choice("primary arm", primary, arms)
-    for name, where in settings.items():
-        for s in strata:
-            if (s.label, name) in cells:
-                where.setdefault(s.label, "its defaults")
-        settings[name] = {s.label: where[s.label] for s in strata if s.label in where}
+    settings = {  # in the strata's order, "its defaults" where the arm has no parameters
+        name: {
+            s.label: where.get(s.label, "its defaults") for s in strata if (s.label, name) in cells
+        }
+        for name, where in settings.items()
+    }
     contrasts = [pooled_contrast(_strata(cells, strata, arm, baseline)) for arm in arms]
     families = ["primary" if a == primary else "all" for a in arms]
     adjusted, sizes = adjust([c.pvalue for c in contrasts], families)
@@ -275,6 +267,13 @@ def across_table(
         notes=tuple(notes),
         by_name=by_name,
         settings=settings,
+    )
+
+
+def _baseline_with_parameters(baseline: str, where: str = "") -> ConfigError:
+    return ConfigError(
+        f"baseline {baseline!r} has parameters{where}; matching arms by name needs a baseline "
+        "without any: pool without --by-name"
     )
 
 

@@ -45,8 +45,8 @@ def _p(value: float, t: Across, star: bool) -> str:
 
 def _rows(t: Across) -> list[dict]:
     """Per variant: its name and bold, per stratum ``(k/n, bold, p_adj)``, and the pooled
-    ``(odds ratio, CI, CMH p_adj, Breslow-Day p, exact p_adj)``; texts, ``base`` for the
-    baseline."""
+    ``(odds ratio, CI, CMH p_adj, exact p_adj, Breslow-Day p)``, in the columns' order; texts,
+    ``base`` for the baseline."""
     rows = []
     for variant in t.variants:
         is_base = variant == t.baseline
@@ -65,7 +65,7 @@ def _rows(t: Across) -> list[dict]:
             c = pooled.contrast
             p = _p(pooled.p_adjusted, t, pooled.primary)
             exact = format_p(pooled.exact_p_adjusted, alpha=t.alpha)
-            summary = (_ratio(c.odds_ratio), _ci(c), p, format_p(c.homogeneity_p), exact)
+            summary = (_ratio(c.odds_ratio), _ci(c), p, exact, format_p(c.homogeneity_p))
         rows.append(
             {"name": variant, "bold": bool(pooled and pooled.bold), "strata": strata,
              "pooled": summary}
@@ -156,8 +156,8 @@ def _markdown(t: Across) -> str:
         line = [f"**{row['name']}**" if row["bold"] else row["name"]]
         for kn, bold, p in row["strata"]:
             line += [f"**{kn}**" if bold else kn, p]
-        odds, ci, p, bd, exact = row["pooled"]
-        line += [f"{odds} {ci}".strip(), p, exact, bd]
+        odds, ci, *tests = row["pooled"]
+        line += [f"{odds} {ci}".strip(), *tests]
         body.append(line)
     align = ["left"] + ["right"] * (len(header) - 1)
     return markdown_table(header, body, align=align) + f"\n\n{across_caption(t)}\n"
@@ -165,8 +165,7 @@ def _markdown(t: Across) -> str:
 
 def _latex(t: Across) -> str:
     headers = [("", t.key)] + [(s.label, "k/n, p") for s in t.strata]
-    headers += [("pooled", "OR [95% CI]"), ("pooled", "CMH p"), ("pooled", "exact p")]
-    headers += [("pooled", "BD p")]
+    headers += [("pooled", name) for name in ("OR [95% CI]", "CMH p", "exact p", "BD p")]
     body = []
     for row in _rows(t):
         name = latex_text(row["name"])
@@ -175,10 +174,9 @@ def _latex(t: Across) -> str:
             first = rf"\textbf{{{latex_text(kn)}}}" if bold else latex_text(kn)
             below = [] if p == _DASH else [rf"\scriptsize {latex_text(p)}"]
             line.append(latex_stack([first, *below], "r"))
-        odds, ci, p, bd, exact = row["pooled"]
+        odds, ci, *tests = row["pooled"]
         below = [rf"\scriptsize {latex_text(ci)}"] if ci else []
-        line += [latex_stack([latex_text(odds), *below], "r"), latex_text(p), latex_text(exact)]
-        line.append(latex_text(bd))
+        line += [latex_stack([latex_text(odds), *below], "r"), *map(latex_text, tests)]
         body.append(line)
     columns = pd.MultiIndex.from_tuples([(latex_text(a), latex_text(b)) for a, b in headers])
     styler = pd.DataFrame(body, columns=columns).style.hide(axis="index")
