@@ -19,13 +19,17 @@ __all__ = ["calibrate"]
 
 
 def _clip_threshold(rung: dict, which: str) -> None:
-    """Study 1's rule for a clip arm's threshold: the rung's median gradient norm."""
-    median = rung.get("counts", {}).get("grad_norm_median")
-    if median is not None:
-        typer.echo(
-            f"clip threshold by Study 1's rule (median gradient norm of {which}'s runs): "
-            f"{median:.4g}"
-        )
+    """A clip arm's threshold from the rung's baseline runs: Study 1's rule (the median of the
+    runs' median gradient norms) and Study 3's amendment (e) (the same over the runs that did
+    not diverge); a study declares which one it uses before its arms run."""
+    counts = rung.get("counts", {})
+    for key, rule, runs in (
+        ("grad_norm_median", "Study 1's rule", f"{which}'s runs"),
+        ("grad_norm_median_not_diverged", "rule (e)", f"{which}'s runs that did not diverge"),
+    ):
+        median = counts.get(key)
+        if median is not None:
+            typer.echo(f"clip threshold by {rule} (median gradient norm of {runs}): {median:.4g}")
 
 
 @guarded

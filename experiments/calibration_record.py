@@ -51,6 +51,9 @@ class RungCounts:
       grad_norm_median: the median over the finished runs of each run's median global gradient
         norm (``stability.grad_norm_median``): Study 1's rule for a clip arm's threshold, derived
         from the baseline alone (docs/studies.md); ``None`` where no run has one.
+      grad_norm_median_not_diverged: the same median over the finished runs that did not
+        diverge: Study 3's rule from amendment (e), for a rung whose diverged runs' norms (the
+        scale of an exploding run) would set a threshold that never clips; ``None`` likewise.
     """
 
     runs: int
@@ -61,6 +64,14 @@ class RungCounts:
     never_learned: int | None
     undetermined: int
     grad_norm_median: float | None = None
+    grad_norm_median_not_diverged: float | None = None
+
+
+def _median_norm(stability: Sequence[Mapping[str, Any]]) -> float | None:
+    """The median of the runs' finite ``grad_norm_median`` (``None`` where none has one)."""
+    norms = [v.get("grad_norm_median") for v in stability]
+    norms = [float(x) for x in norms if x is not None and math.isfinite(float(x))]
+    return float(statistics.median(norms)) if norms else None
 
 
 def count_rung(summaries: Sequence[Summary | None], *, has_threshold: bool) -> RungCounts:
@@ -71,8 +82,6 @@ def count_rung(summaries: Sequence[Summary | None], *, has_threshold: bool) -> R
     collapsed = sum(1 for v in stability if v.get("diverged") != 1 and v.get("collapsed") == 1)
     undetermined = sum(1 for v in stability if v.get("diverged") != 1 and v.get("unstable") is None)
     never = sum(1 for v in stability if v.get("reached_threshold") != 1)
-    norms = [v.get("grad_norm_median") for v in stability]
-    norms = [float(x) for x in norms if x is not None and math.isfinite(float(x))]
     return RungCounts(
         runs=len(summaries),
         finished=len(done),
@@ -81,7 +90,10 @@ def count_rung(summaries: Sequence[Summary | None], *, has_threshold: bool) -> R
         collapsed=collapsed,
         never_learned=never if has_threshold else None,
         undetermined=undetermined,
-        grad_norm_median=float(statistics.median(norms)) if norms else None,
+        grad_norm_median=_median_norm(stability),
+        grad_norm_median_not_diverged=_median_norm(
+            [v for v in stability if v.get("diverged") != 1]
+        ),
     )
 
 
@@ -169,8 +181,8 @@ def record_markdown(record: Mapping[str, Any]) -> str:
         "before it.",
         "",
         "| rung | settings | unstable | diverged | collapsed | never learned | finished "
-        "| median grad norm |",
-        "|---|---|--:|--:|--:|--:|--:|--:|",
+        "| median grad norm | not diverged |",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|",
     ]
     for i, rung in enumerate(record["rungs"], 1):
         c = rung["counts"]
@@ -180,12 +192,15 @@ def record_markdown(record: Mapping[str, Any]) -> str:
         lines.append(
             f"| {i} {rung['name']} | {settings} | {mark}{c['unstable']}/{c['runs']}{mark} | "
             f"{c['diverged']} | {c['collapsed']} | {_cell(c['never_learned'])} | "
-            f"{c['finished']}/{c['runs']}{stopped} | {_norm(c.get('grad_norm_median'))} |"
+            f"{c['finished']}/{c['runs']}{stopped} | {_norm(c.get('grad_norm_median'))} | "
+            f"{_norm(c.get('grad_norm_median_not_diverged'))} |"
         )
     lines += [
         "",
         "Median grad norm: the median over the rung's runs of each run's median global gradient "
-        "norm, a clip arm's threshold by Study 1's rule (docs/studies.md).",
+        "norm, a clip arm's threshold by Study 1's rule (docs/studies.md); not diverged: the "
+        "same over the runs that did not diverge (Study 3's amendment (e)), n/a for a record "
+        "written before it was counted.",
         "",
         _outcome(record),
         "",

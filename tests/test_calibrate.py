@@ -232,6 +232,28 @@ def test_grad_norm_median_is_the_median_of_the_runs_medians():
     # finished runs with a finite value: 0.5, 9.0, 0.7 -> median 0.7 (the NaN run left out)
     assert count_rung(summaries, has_threshold=True).grad_norm_median == 0.7
     assert count_rung([_summary()], has_threshold=True).grad_norm_median is None
+    # rule (e): the diverged run (9.0) left out as well -> median of 0.5, 0.7 = 0.6
+    assert count_rung(summaries, has_threshold=True).grad_norm_median_not_diverged == 0.6
+    only_diverged = summaries[1:2]
+    assert count_rung(only_diverged, has_threshold=True).grad_norm_median_not_diverged is None
+
+
+@pytest.mark.parametrize(
+    ("folder", "rate", "all_runs", "not_diverged"),
+    [
+        # CartPole's threshold by amendment (e), 203.3 (docs/studies.md), and Study 1's 5.8e6
+        ("results/findings/cartpole_harsh/calibration", "0.1", 5.8356e6, 203.29),
+        # Breakout's registered 113 (Study 1's rule); amendment (e) notes 14.9 by its rule
+        ("results/findings/breakout_harsh/calibration", "0.05", 112.81, 14.850),
+    ],
+)
+def test_committed_harsh_rungs_give_both_clip_rules(folder, rate, all_runs, not_diverged):
+    root = pathlib.Path(__file__).resolve().parents[1] / folder
+    jobs = sorted(root.glob(f"muzero.learning_rate={rate}__*"))
+    counts = count_rung([store.read_summary(j) for j in jobs], has_threshold=True)
+    assert counts.runs == 10
+    assert counts.grad_norm_median == pytest.approx(all_runs, rel=1e-4)
+    assert counts.grad_norm_median_not_diverged == pytest.approx(not_diverged, rel=1e-4)
 
 
 @pytest.mark.parametrize(
@@ -259,8 +281,11 @@ def test_record_markdown_shows_the_median_grad_norm():
         "rungs": [{"name": "r", "settings": {"a": 1}, "counts": dataclasses.asdict(counts)}],
     }  # fmt: skip
     text = record_markdown(record)
-    assert "| median grad norm |" in text
-    assert "| 10/10 | 0.6024 |" in text  # finished, then 4 significant figures
+    assert "| median grad norm | not diverged |" in text
+    # finished, then 4 significant figures; rule (e)'s median not counted: n/a
+    assert "| 10/10 | 0.6024 | n/a |" in text
+    record["rungs"][0]["counts"]["grad_norm_median_not_diverged"] = 2.5
+    assert "| 10/10 | 0.6024 | 2.5 |" in record_markdown(record)
 
 
 def test_rule_is_exact_at_the_boundary():
@@ -565,6 +590,9 @@ def test_calibrate_end_to_end_and_resume(standin_env, conf):
     assert (clip in result.output) == (median is not None)
     if median is not None:
         assert f"{clip}: {median:.4g}" in result.output
+    stable = record["rungs"][1]["counts"]["grad_norm_median_not_diverged"]
+    assert stable is None  # rung 2's one run diverged: rule (e) has no run to take
+    assert "by rule (e)" not in result.output.split("rung 2/2")[-1]
     again = _calibrate(standin_env, conf, *args)  # resumes: every run is skipped
     assert again.exit_code == 0, again.output
     assert again.output.count("1 skipped") == 2
@@ -585,6 +613,10 @@ def test_an_exhausted_calibration_says_so_with_the_last_rungs_clip_threshold(sta
     median = record["rungs"][-1]["counts"]["grad_norm_median"]
     assert median is not None  # a finished, finite run has gradient norms
     assert f"median gradient norm of the last rung's runs): {median:.4g}" in result.output
+    stable = record["rungs"][-1]["counts"]["grad_norm_median_not_diverged"]
+    assert stable == median  # its one run did not diverge: both rules take the same run
+    rule_e = "by rule (e) (median gradient norm of the last rung's runs that did not diverge)"
+    assert f"{rule_e}: {stable:.4g}" in result.output
 
 
 def test_a_non_default_base_regime_gets_its_own_folder_and_preset(conf, tmp_path):
