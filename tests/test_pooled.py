@@ -122,13 +122,16 @@ def _write(folder, variant, seed, *, unstable, reached, task="catch", threshold=
     (job / "summary.json").write_text(json.dumps(summary))
 
 
-def _folder(root, name, counts, **where):
-    """counts: variant -> (failed runs, total runs); a failed run here diverged."""
+def _folder(root, name, counts, *, settings=None, **where):
+    """counts: variant -> (failed runs, total runs); a failed run here diverged. settings:
+    variant -> the overrides its runs carry besides ``where`` (every run's)."""
     folder = root / name
     seed = 0
     for variant, (failed, total) in counts.items():
+        extra = (settings or {}).get(variant, {})
         for i in range(total):
-            _write(folder, variant, seed, unstable=i < failed, reached=i >= failed, **where)
+            _write(folder, variant, seed, unstable=i < failed, reached=i >= failed,
+                   **where, **extra)  # fmt: skip
             seed += 1
     return folder
 
@@ -508,14 +511,8 @@ def test_one_informative_stratum_uses_fishers_exact_test_and_excluded_runs_are_n
 
 def _clip_folder(root, name, task, threshold, counts):
     """counts: variant -> (failed, total); clipnorm's runs carry ``variant.clipnorm``."""
-    folder, seed = root / name, 0
-    for variant, (failed, total) in counts.items():
-        for i in range(total):
-            extra = {"variant.clipnorm": threshold} if variant == "clipnorm" else {}
-            _write(folder, variant, seed, unstable=i < failed, reached=i >= failed, task=task,
-                   threshold=None, **extra)  # fmt: skip
-            seed += 1
-    return folder
+    clip = {"clipnorm": {"variant.clipnorm": threshold}}
+    return _folder(root, name, counts, settings=clip, task=task, threshold=None)
 
 
 def test_by_name_pools_an_arm_whose_setting_differs_per_task(tmp_path):
