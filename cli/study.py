@@ -90,13 +90,22 @@ def plan(
     ] = 0.5,
     power: Annotated[float, typer.Option(help="Target power for the runs-per-arm search.")] = 0.9,
     jobs: Annotated[int, typer.Option(help="Runs at once, for the wall-time estimate.")] = 2,
+    strata: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Also the power of the pooled test over this many strata (tasks) at the same "
+            "rates and runs per arm: CMH, as gradlab pool tests it, exact by enumeration.",
+        ),
+    ] = 1,
 ) -> None:
     """Exact power of the primary contrast (Fisher's test, by enumeration), the runs per arm that
-    reach a target power, and the expected wall time of the whole study.
+    reach a target power, and the expected wall time of the whole study; with --strata S, the
+    power of the pooled test over S such strata (one study per task, as Study 3).
 
     A pilot's difference overstates the effect (its best contrast was chosen by its result), so
     with --pilot the plan is for --shrink (default half) of it."""
-    from experiments.study.power import fisher_power, seeds_for_power
+    from experiments.study.power import fisher_power, pooled_power, seeds_for_power
 
     study, _ = _load(name)
     seconds = None
@@ -112,11 +121,17 @@ def plan(
     alpha, n = study.primary.alpha, len(study.seeds)
     got = fisher_power(p1, p2, n, alpha=alpha)
     need = seeds_for_power(p1, p2, power=power, alpha=alpha)
+    pooled = pooled_power([(p1, p2)] * strata, n, alpha=alpha) if strata > 1 else None
     typer.echo(
         f"{study.primary.arm} vs {study.baseline} on {study.primary.endpoint}, rates "
         f"{p1:.3g} vs {p2:.3g}, Fisher two-sided at alpha {alpha}: power {got:.3f} with {n} "
         f"runs per arm; {need} runs per arm reach {power}"
     )
+    if pooled is not None:
+        typer.echo(
+            f"pooled over {strata} strata at these rates, {n} runs per arm each (CMH, as gradlab "
+            f"pool tests it): power {pooled:.3f}"
+        )
     if seconds is not None:
         total = seconds * n * len(study.arms) / max(1, jobs)
         typer.echo(

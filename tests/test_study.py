@@ -20,8 +20,9 @@ from typer.testing import CliRunner
 from cli.main import app
 from experiments.errors import ConfigError
 from experiments.hydra_app import CONF_DIR
+from experiments.report.pooled import Stratum, pooled_contrast
 from experiments.study.design import load_study
-from experiments.study.power import fisher_p_grid, fisher_power, seeds_for_power
+from experiments.study.power import fisher_p_grid, fisher_power, pooled_power, seeds_for_power
 from experiments.study.record import RECORD, check, register
 
 
@@ -60,6 +61,46 @@ def test_power_equals_a_direct_sum_over_outcomes():
 def test_bad_rates_refused():
     with pytest.raises(ConfigError, match="p1=1.5 is not a rate"):
         fisher_power(1.5, 0.2, 10)
+
+
+def test_pooled_power_by_hand_for_certain_outcomes():
+    # Rates 1 and 0, 2 runs an arm: every stratum is [[2, 0], [0, 2]]. Alone, Fisher's p is
+    # 2 / C(4, 2) = 1/3: power 0. Two such strata: each has E = 2 * 2 / 4 = 1, events - E = 1,
+    # V = 2 * 2 * 2 * 2 / (4^2 * 3) = 1/3, so CMH = (1 + 1)^2 / (2/3) = 6, p = 0.0143: power 1.
+    assert stats.chi2.sf(6.0, 1) == pytest.approx(0.0143, abs=1e-4)
+    assert pooled_power([(1.0, 0.0)], 2) == pytest.approx(0.0)
+    assert pooled_power([(1.0, 0.0)] * 2, 2) == pytest.approx(1.0)
+    # A stratum whose every run fails (rates 1 and 1) adds nothing: the other stratum's Fisher
+    # test decides, as in gradlab pool.
+    assert pooled_power([(1.0, 0.0), (1.0, 1.0)], 2) == pytest.approx(0.0)
+    assert pooled_power([(0.6, 0.1), (1.0, 1.0)], 10) == pytest.approx(fisher_power(0.6, 0.1, 10))
+    assert pooled_power([(0.6, 0.1)], 10) == pytest.approx(fisher_power(0.6, 0.1, 10), rel=1e-12)
+
+
+def test_pooled_power_equals_a_direct_sum_over_gradlab_pools_decisions():
+    # Independent of pooled_power's arithmetic: every joint outcome of two strata (3 runs an arm,
+    # unequal rates) weighted by its binomial probabilities, times the decision of the function
+    # gradlab pool reports (statsmodels' CMH; Fisher where one stratum is informative).
+    n, rates = 3, [(0.7, 0.2), (0.5, 0.9)]
+    direct = 0.0
+    for a, b, c, d in np.ndindex(n + 1, n + 1, n + 1, n + 1):
+        prob = np.prod(
+            [stats.binom.pmf(k, n, r) for k, r in zip((a, b, c, d), np.ravel(rates), strict=True)]
+        )
+        strata = {"x": Stratum(a, n, b, n), "y": Stratum(c, n, d, n)}
+        if pooled_contrast(strata).pvalue < 0.05:
+            direct += prob
+    assert direct > 0.01  # the sum is not vacuous: some outcomes reject
+    assert pooled_power(rates, n) == pytest.approx(direct, rel=1e-12)
+
+
+def test_pooled_power_refuses_what_it_cannot_enumerate():
+    with pytest.raises(
+        ConfigError, match=r"strata=4 with 10 runs per arm: 214,358,881 .* at most 3"
+    ):
+        pooled_power([(0.8, 0.4)] * 4, 10)
+    with pytest.raises(ConfigError, match="stratum 1 baseline rate=-0.1 is not a rate"):
+        pooled_power([(0.8, 0.4), (0.5, -0.1)], 10)
 
 
 def test_catch_stress_design():
@@ -146,6 +187,15 @@ def test_cli_plan_and_unregistered_run(tmp_path):
     plan = runner.invoke(app, ["study", "plan", "catch_stress"])
     assert plan.exit_code == 0
     assert "power 0.934 with 70 runs per arm; 61 runs per arm reach 0.9" in plan.output
+    assert "pooled over" not in plan.output
+    pooled = runner.invoke(app, ["study", "plan", "breakout_stress", "--strata", "2"])
+    assert pooled.exit_code == 0, pooled.output
+    want = pooled_power([(0.8, 0.2)] * 2, 10)
+    assert "pooled over 2 strata at these rates, 10 runs per arm each" in pooled.output
+    assert f"power {want:.3f}" in pooled.output
+    too_many = runner.invoke(app, ["study", "plan", "breakout_stress", "--strata", "4"])
+    assert too_many.exit_code == 2
+    assert too_many.output.count("\n") == 1 and "at most 3 strata" in too_many.output
     run = runner.invoke(app, ["study", "run", "catch_stress", "--results-dir", str(tmp_path)])
     assert run.exit_code == 2
     assert run.output.strip().splitlines() == [
