@@ -94,8 +94,9 @@ def plan(
         int,
         typer.Option(
             min=1,
-            help="Also the power of the pooled test over this many strata (tasks) at the same "
-            "rates and runs per arm: CMH, as gradlab pool tests it, exact by enumeration.",
+            help="2 or more: also the power of the pooled test over this many strata (tasks) at "
+            "the same rates and runs per arm: CMH, as gradlab pool tests it, exact by "
+            "enumeration (1: the Fisher line alone).",
         ),
     ] = 1,
 ) -> None:
@@ -121,7 +122,7 @@ def plan(
     alpha, n = study.primary.alpha, len(study.seeds)
     got = fisher_power(p1, p2, n, alpha=alpha)
     need = seeds_for_power(p1, p2, power=power, alpha=alpha)
-    pooled = pooled_power([(p1, p2)] * strata, n, alpha=alpha) if strata > 1 else None
+    pooled = pooled_power([(p2, p1)] * strata, n, alpha=alpha) if strata > 1 else None
     typer.echo(
         f"{study.primary.arm} vs {study.baseline} on {study.primary.endpoint}, rates "
         f"{p1:.3g} vs {p2:.3g}, Fisher two-sided at alpha {alpha}: power {got:.3f} with {n} "

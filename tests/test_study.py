@@ -64,33 +64,42 @@ def test_bad_rates_refused():
 
 
 def test_pooled_power_by_hand_for_certain_outcomes():
-    # Rates 1 and 0, 2 runs an arm: every stratum is [[2, 0], [0, 2]]. Alone, Fisher's p is
-    # 2 / C(4, 2) = 1/3: power 0. Two such strata: each has E = 2 * 2 / 4 = 1, events - E = 1,
-    # V = 2 * 2 * 2 * 2 / (4^2 * 3) = 1/3, so CMH = (1 + 1)^2 / (2/3) = 6, p = 0.0143: power 1.
-    assert stats.chi2.sf(6.0, 1) == pytest.approx(0.0143, abs=1e-4)
-    assert pooled_power([(1.0, 0.0)], 2) == pytest.approx(0.0)
-    assert pooled_power([(1.0, 0.0)] * 2, 2) == pytest.approx(1.0)
-    # A stratum whose every run fails (rates 1 and 1) adds nothing: the other stratum's Fisher
-    # test decides, as in gradlab pool.
-    assert pooled_power([(1.0, 0.0), (1.0, 1.0)], 2) == pytest.approx(0.0)
+    # Rates 1 and 0, 3 runs an arm: every stratum is [[3, 0], [0, 3]]. Alone, Fisher's p is
+    # 2 / C(6, 3) = 0.1: power 0. Two such strata: each has E = 3 * 3 / 6 = 1.5, events - E =
+    # 1.5, V = 3 * 3 * 3 * 3 / (6^2 * 5) = 0.45, so CMH = (1.5 + 1.5)^2 / 0.9 = 10, p = 0.0016:
+    # power 1.
+    assert pooled_power([(1.0, 0.0)], 3) == pytest.approx(0.0)
+    assert pooled_power([(1.0, 0.0)] * 2, 3) == pytest.approx(1.0)
+    # A stratum whose every run fails (rates 1 and 1) adds nothing, and the one informative
+    # stratum is tested by Fisher's test, as in gradlab pool: power 0. Its CMH chi-square alone
+    # (1.5^2 / 0.45 = 5, p = 0.025) would reject: power 1.
+    assert pooled_power([(1.0, 0.0), (1.0, 1.0)], 3) == pytest.approx(0.0)
     assert pooled_power([(0.6, 0.1), (1.0, 1.0)], 10) == pytest.approx(fisher_power(0.6, 0.1, 10))
     assert pooled_power([(0.6, 0.1)], 10) == pytest.approx(fisher_power(0.6, 0.1, 10), rel=1e-12)
 
 
-def test_pooled_power_equals_a_direct_sum_over_gradlab_pools_decisions():
-    # Independent of pooled_power's arithmetic: every joint outcome of two strata (3 runs an arm,
-    # unequal rates) weighted by its binomial probabilities, times the decision of the function
-    # gradlab pool reports (statsmodels' CMH; Fisher where one stratum is informative).
-    n, rates = 3, [(0.7, 0.2), (0.5, 0.9)]
-    direct = 0.0
+@pytest.mark.parametrize(
+    ("n", "rates"),
+    [
+        (3, [(0.7, 0.2), (0.5, 0.9)]),  # CMH rejections only (no Fisher p of 3 a side < 0.05)
+        (5, [(0.9, 0.1), (0.97, 0.95)]),  # often one informative stratum: Fisher rejections too
+    ],
+)
+def test_pooled_power_equals_a_direct_sum_over_gradlab_pools_decisions(n, rates):
+    # Independent of pooled_power's arithmetic: every joint outcome of two strata weighted by its
+    # binomial probabilities, times the decision of the function gradlab pool reports
+    # (statsmodels' CMH; Fisher where one stratum is informative).
+    direct, by_test = 0.0, set()
     for a, b, c, d in np.ndindex(n + 1, n + 1, n + 1, n + 1):
         prob = np.prod(
             [stats.binom.pmf(k, n, r) for k, r in zip((a, b, c, d), np.ravel(rates), strict=True)]
         )
-        strata = {"x": Stratum(a, n, b, n), "y": Stratum(c, n, d, n)}
-        if pooled_contrast(strata).pvalue < 0.05:
+        result = pooled_contrast({"x": Stratum(a, n, b, n), "y": Stratum(c, n, d, n)})
+        if result.pvalue < 0.05:
             direct += prob
+            by_test.add(result.test)
     assert direct > 0.01  # the sum is not vacuous: some outcomes reject
+    assert "cmh" in by_test and ("fisher" in by_test) == (n == 5)
     assert pooled_power(rates, n) == pytest.approx(direct, rel=1e-12)
 
 
@@ -190,9 +199,10 @@ def test_cli_plan_and_unregistered_run(tmp_path):
     assert "pooled over" not in plan.output
     pooled = runner.invoke(app, ["study", "plan", "breakout_stress", "--strata", "2"])
     assert pooled.exit_code == 0, pooled.output
-    want = pooled_power([(0.8, 0.2)] * 2, 10)
+    # breakout_stress plans 0.8 vs 0.2 with 10 seeds: pooled_power gives 0.98148 (checked
+    # against direct sums over gradlab pool's decisions above, at smaller n)
     assert "pooled over 2 strata at these rates, 10 runs per arm each" in pooled.output
-    assert f"power {want:.3f}" in pooled.output
+    assert "power 0.981" in pooled.output
     too_many = runner.invoke(app, ["study", "plan", "breakout_stress", "--strata", "4"])
     assert too_many.exit_code == 2
     assert too_many.output.count("\n") == 1 and "at most 3 strata" in too_many.output

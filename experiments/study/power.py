@@ -12,7 +12,7 @@ finds the smallest ``n`` reaching a target power.
 informative strata, Fisher's exact test where only one is informative, no rejection where none
 is. It sums over every outcome of every stratum, ``(n + 1)^(2S)`` of them for ``S`` strata, so
 it is exact for the few strata of a study across tasks (three strata of 10 runs an arm: 1.8
-million outcomes, under a second) and refuses more than it can hold.
+million outcomes, a few seconds) and refuses more than it can hold.
 """
 
 from __future__ import annotations
