@@ -33,7 +33,8 @@ def pool(
         typer.Option(
             "--primary",
             help="The arm whose pooled contrast was declared before the runs: tested alone "
-            "(m = 1), marked *; Holm over the others.",
+            "(m = 1), marked *; Holm over the others. A note on stderr names each study "
+            "folder that registered another arm or endpoint.",
         ),
     ] = None,
     by_name: Annotated[

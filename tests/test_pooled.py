@@ -304,6 +304,24 @@ def test_a_studys_registered_primary_is_starred_in_its_stratum(tmp_path):
     assert "*" not in unstable.split("\n\n")[0].replace("**", "")
 
 
+def test_a_pooled_primary_other_than_a_studys_registered_one_is_noted(tmp_path):
+    counts = {"none": (6, 10), "scale_gradient": (2, 10), "maxnorm": (5, 10)}
+    one, two = _folder(tmp_path, "one", counts), _folder(tmp_path, "two", counts)
+    _register(one)  # scale_gradient on failed
+    agrees = across_table([one, two], primary="scale_gradient")
+    assert agrees.notes == ()
+    for options, asked in [
+        ({"primary": "scale_gradient", "endpoint": "unstable"}, "scale_gradient on unstable"),
+        ({"primary": "maxnorm"}, "maxnorm on failed"),
+    ]:
+        across = across_table([one, two], **options)
+        assert across.notes == (
+            f"note: --primary {asked}, but study one_study registered scale_gradient on "
+            "failed: the pooled * is your declaration, not that study's",
+        )
+    assert across_table([one, two], endpoint="unstable").notes == ()  # no --primary: no claim
+
+
 @pytest.mark.parametrize(("options", "why"), [({"baseline": "maxnorm"}, "baseline none"),
                                               ({"alpha": 0.01}, "alpha 0.05")])  # fmt: skip
 def test_another_baseline_or_alpha_than_registered_stars_nothing_and_says_so(

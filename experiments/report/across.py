@@ -236,6 +236,8 @@ def across_table(
         )
     if primary is not None and primary not in arms:
         raise unknown_choice("primary arm", primary, arms)
+    if primary is not None:
+        notes.extend(_primary_mismatch(primary, endpoint, [folder for folder, _ in loaded]))
     settings = {  # in the strata's order, "its defaults" where the arm has no parameters
         name: {
             s.label: where.get(s.label, "its defaults") for s in strata if (s.label, name) in cells
@@ -268,6 +270,23 @@ def across_table(
         by_name=by_name,
         settings=settings,
     )
+
+
+def _primary_mismatch(primary: str, endpoint: str, folders: Sequence[Path]) -> list[str]:
+    """A note for each study folder whose registered primary is not ``primary`` on
+    ``endpoint``: the pooled ``*`` then marks a contrast those studies did not declare."""
+    from experiments.study.analysis import declared_analysis
+
+    notes = []
+    for folder in folders:
+        declared = declared_analysis(folder)
+        if declared is not None and (declared.arm, declared.endpoint) != (primary, endpoint):
+            notes.append(
+                f"note: --primary {primary} on {endpoint}, but study {declared.study} "
+                f"registered {declared.arm} on {declared.endpoint}: the pooled * is your "
+                "declaration, not that study's"
+            )
+    return notes
 
 
 def _baseline_with_parameters(baseline: str, where: str = "") -> ConfigError:
