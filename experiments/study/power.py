@@ -60,10 +60,14 @@ def fisher_power(p1: float, p2: float, n: int, *, alpha: float = 0.05) -> float:
     p1, p2 = _check_rate("p1", p1), _check_rate("p2", p2)
     if n < 1:
         raise ConfigError(f"n={n} runs per arm; expected at least 1")
-    reject = fisher_p_grid(n, n) < alpha
+    return float(_outcome_probabilities(p1, p2, n)[fisher_p_grid(n, n) < alpha].sum())
+
+
+def _outcome_probabilities(p1: float, p2: float, n: int) -> np.ndarray:
+    """``[k1, k2]``: the probability that two arms of ``n`` runs at rates ``p1``, ``p2`` have
+    ``k1`` and ``k2`` events."""
     k = np.arange(n + 1)
-    joint = np.outer(stats.binom.pmf(k, n, p1), stats.binom.pmf(k, n, p2))
-    return float(joint[reject].sum())
+    return np.outer(stats.binom.pmf(k, n, p1), stats.binom.pmf(k, n, p2))
 
 
 def seeds_for_power(
@@ -82,7 +86,8 @@ def seeds_for_power(
 
 def _stratum_terms(n: int) -> dict[str, np.ndarray]:
     """Per outcome ``(k1, k2)`` of one stratum (arm k1/n, baseline k2/n), flattened: the arm's
-    events minus their null expectation given the margins, their hypergeometric variance, whether
+    events minus their null expectation given the margins, their hypergeometric variance (both
+    exactly 0 where the stratum is not informative, so they add nothing to the CMH sums), whether
     the stratum is informative (some run on each side of the event), and Fisher's p."""
     k1, k2 = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
     events, total = (k1 + k2).astype(float), 2.0 * n
@@ -123,8 +128,7 @@ def pooled_power(rates: Sequence[tuple[float, float]], n: int, *, alpha: float =
             _check_rate(f"stratum {i} arm rate", arm),
             _check_rate(f"stratum {i} baseline rate", base),
         )
-        k = np.arange(n + 1)
-        probs.append(np.outer(stats.binom.pmf(k, n, arm), stats.binom.pmf(k, n, base)).ravel())
+        probs.append(_outcome_probabilities(arm, base, n).ravel())
     if (n + 1) ** (2 * len(rates)) > _MAX_OUTCOMES:
         most = int(math.log(_MAX_OUTCOMES) // (2 * math.log(n + 1)))
         raise ConfigError(
@@ -133,13 +137,13 @@ def pooled_power(rates: Sequence[tuple[float, float]], n: int, *, alpha: float =
             f"{most} strata at {n} runs per arm"
         )
     terms = _stratum_terms(n)
+    inf = terms["informative"]
     prob, diff, var = np.ones(1), np.zeros(1), np.zeros(1)
     count, fisher = np.zeros(1, dtype=int), np.ones(1)
     for p in probs:  # the joint outcomes, one stratum at a time (an outer product, flattened)
-        inf = terms["informative"]
         prob = (prob[:, None] * p[None, :]).ravel()
-        diff = (diff[:, None] + np.where(inf, terms["diff"], 0.0)[None, :]).ravel()
-        var = (var[:, None] + np.where(inf, terms["var"], 0.0)[None, :]).ravel()
+        diff = (diff[:, None] + terms["diff"][None, :]).ravel()
+        var = (var[:, None] + terms["var"][None, :]).ravel()
         # Fisher's p of the one informative stratum, kept while it is the only one
         fisher = np.where(inf[None, :], terms["fisher"][None, :], fisher[:, None]).ravel()
         count = (count[:, None] + inf[None, :]).ravel()
