@@ -1,7 +1,7 @@
-"""`gradlab pool`: one rate endpoint across tasks (or any results folders): a row per variant, a
-column group per stratum with its k/n and within-stratum p_adj, and each variant's contrast with
-the baseline pooled over the strata (:mod:`experiments.report.across`). TensorFlow is never
-imported; bad input is one line, exit 2.
+"""`gradlab pool`: one endpoint across tasks (or any results folders): a row per variant, a
+column group per stratum with its k/n (or mean) and within-stratum p_adj, and each variant's
+contrast with the baseline pooled over the strata (:mod:`experiments.report.across`).
+TensorFlow is never imported; bad input is one line, exit 2.
 """
 
 from pathlib import Path
@@ -22,7 +22,13 @@ def pool(
         typer.Argument(help="Results folders, e.g. one study per task."),
     ],
     endpoint: Annotated[
-        str, typer.Option("--endpoint", "-e", help="A rate: failed, unstable, diverged, ...")
+        str,
+        typer.Option(
+            "--endpoint",
+            "-e",
+            help="A rate (failed, unstable, diverged, ...: CMH) or a value (final_return, "
+            "grad_norm_p99, ...: van Elteren).",
+        ),
     ] = "failed",
     baseline: Annotated[str, typer.Option("--baseline", help="The baseline variant.")] = "none",
     alpha: Annotated[
@@ -53,14 +59,19 @@ def pool(
     there (Fisher's exact test, Holm within the stratum, as gradlab table gives it); then each
     variant against the baseline pooled over the strata (Cochran-Mantel-Haenszel test, Holm over
     the variants, with the exact conditional test beside it; Mantel-Haenszel odds ratio with its
-    95% CI; Breslow-Day test of equal odds ratios across strata). Strata are labelled by task
-    when each folder holds its own task.
+    95% CI; Breslow-Day test of equal odds ratios across strata). A value endpoint
+    (final_return, grad_norm_p99, ...) shows each stratum's mean and Mann-Whitney p_adj, and
+    pools by ranks within each stratum, so tasks on other scales need no rescaling: P(> base),
+    the chance a run of the variant beats one of the baseline, and van Elteren's stratified
+    rank-sum test. Strata are labelled by task when each folder holds its own task.
 
     Examples:
 
       gradlab pool results/findings/study_catch_stress results/findings/study_catch_pseudo*
 
       gradlab pool results/catch/hidden_scale results/cartpole/hidden_scale -e unstable
+
+      gradlab pool results/findings/*/study3_tuned --by-name -e final_return
 
       gradlab pool results/findings/study_cartpole_stress results/findings/study_breakout_stress
       --primary scale_gradient --by-name -o pooled.tex

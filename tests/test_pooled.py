@@ -464,8 +464,8 @@ def test_bad_input_is_one_line(tmp_path):
     two = _folder(tmp_path, "two", {"scale_gradient": (0, 2)})
     with pytest.raises(ConfigError, match="at least two strata"):
         across_table([one])
-    with pytest.raises(ConfigError, match="unknown endpoint 'final_return'"):
-        across_table([one, one], endpoint="final_return")
+    with pytest.raises(ConfigError, match="unknown endpoint 'steps_to_threshold'"):
+        across_table([one, one], endpoint="steps_to_threshold")
     with pytest.raises(ConfigError, match="has no run of the baseline variant=none"):
         across_table([one, two])
     with pytest.raises(ConfigError, match="is given twice"):
@@ -495,7 +495,7 @@ def test_command_line_writes_every_format_and_errors_are_one_line_with_exit_2(tm
     for args, message in [
         ([str(one)], "at least two strata"),
         ([str(one), str(tmp_path / "nope")], "does not exist"),
-        ([str(one), str(two), "-e", "grad_norm_p99"], "unknown endpoint 'grad_norm_p99'"),
+        ([str(one), str(two), "-e", "steps"], "unknown endpoint 'steps'"),
         ([str(one), str(two), "--alpha", "1.5"], "alpha=1.5 is out of range"),
         ([str(one), str(two), "-f", "html"], "unknown format 'html'"),
     ]:

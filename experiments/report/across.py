@@ -1,15 +1,19 @@
-"""One rate endpoint across tasks: a row per variant, a column group per stratum (a task, or any
+"""One endpoint across tasks: a row per variant, a column group per stratum (a task, or any
 results folder and the settings it varies), and each variant's contrast with the baseline pooled
-over the strata (``gradlab pool``).
+over the strata (``gradlab pool``). The endpoint is a rate (``failed``: k/n, Fisher, CMH) or a
+value (``final_return``: the mean, Mann-Whitney U, van Elteren's stratified rank-sum test).
 
 A stratum is one folder, or one setting of a folder whose runs vary a key besides the variant
 (``regime=stress`` of a main-job folder): arms are compared only within it. Its columns are what
 ``gradlab table FOLDER -m ENDPOINT`` prints there, computed by the same function
-(:func:`~experiments.report.tables.summarize`): ``k/n`` and the Holm-adjusted p of Fisher's exact
-test against the baseline within the stratum, a study's registered primary tested alone and
-marked ``*``. The pooled columns come from :func:`~experiments.report.pooled.pooled_contrast`
-(Cochran-Mantel-Haenszel, Mantel-Haenszel odds ratio, Breslow-Day), Holm over the variants, or
-the one declared pooled contrast (``primary``) tested alone.
+(:func:`~experiments.report.tables.summarize`): ``k/n`` (a value: the mean over runs, every run
+counted as the table counts it) and the Holm-adjusted p of the table's test against the baseline
+within the stratum, a study's registered primary tested alone and marked ``*``. The pooled
+columns come from :func:`~experiments.report.pooled.pooled_contrast` (a rate:
+Cochran-Mantel-Haenszel, Mantel-Haenszel odds ratio, Breslow-Day) or
+:func:`~experiments.report.pooled_ranks.van_elteren` (a value: van Elteren's test, the pooled
+``P(arm > baseline)``), Holm over the variants, or the one declared pooled contrast
+(``primary``) tested alone.
 :mod:`~experiments.report.across_render` writes it as Markdown, LaTeX, CSV or JSON.
 
 A stratum is labelled by its task when every folder holds one task and no two share one
@@ -37,28 +41,37 @@ import pandas as pd
 
 from experiments.errors import ConfigError, unknown_choice
 from experiments.report.pooled import PooledContrast, Stratum, pooled_contrast
+from experiments.report.pooled_ranks import RankContrast, Sample, van_elteren
 
 __all__ = ["Across", "Cell", "Column", "Pooled", "across_table"]
 
 
 @dataclasses.dataclass(frozen=True)
 class Cell:
-    """One variant in one stratum: its ``k/n`` and its contrast with the stratum's baseline.
+    """One variant in one stratum: its ``k/n`` (or mean) and its contrast with the stratum's
+    baseline.
 
     Attributes:
-      k, n: runs with the event, runs with a defined endpoint.
+      k, n: runs with the event (None for a value endpoint), runs with a defined endpoint.
       p_adjusted: Holm-adjusted within the stratum (NaN: the baseline, or no test).
       m: the size of its family (1 for a registered primary).
       confirmatory: a study's registered primary contrast (``*``).
       bold: ``p_adjusted < alpha``.
+      value, low, high: a value endpoint's mean over the runs and its 95% bootstrap CI, as
+        ``gradlab table`` gives them (NaN for a rate).
+      imputed: a final return's runs counted as the declared return (diverged, or no value).
     """
 
-    k: int
+    k: int | None
     n: int
     p_adjusted: float = math.nan
     m: int = 0
     confirmatory: bool = False
     bold: bool = False
+    value: float = math.nan
+    low: float = math.nan
+    high: float = math.nan
+    imputed: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,16 +79,19 @@ class Pooled:
     """A variant against the baseline over every stratum that has both.
 
     Attributes:
-      contrast: the CMH test, MH odds ratio and Breslow-Day test.
-      p_adjusted: the CMH p, Holm-adjusted over the variants (alone for the primary).
+      contrast: a rate's CMH test, MH odds ratio and Breslow-Day test; a value's van Elteren
+        test and pooled ``P(arm > baseline)``.
+      p_adjusted: the CMH (van Elteren) p, Holm-adjusted over the variants (alone for the
+        primary).
       m: its family's size.
       primary: the pooled contrast declared before the runs.
       bold: ``p_adjusted < alpha``.
       exact_p_adjusted: the exact conditional test's p, adjusted in the same family: a
-        small-sample check beside the CMH p, never what bold or ``*`` stand for.
+        small-sample check beside the CMH p, never what bold or ``*`` stand for (NaN for a
+        value endpoint).
     """
 
-    contrast: PooledContrast
+    contrast: PooledContrast | RankContrast
     p_adjusted: float
     m: int
     primary: bool
@@ -113,6 +129,13 @@ class Across:
     settings: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
     # by_name: variant -> {stratum label: its parameters there, "clipnorm=113" or "its defaults"}
 
+    @property
+    def rate(self) -> bool:
+        """The endpoint is a rate (k/n, CMH); else a value (mean, van Elteren)."""
+        from experiments.report.tables import METRICS
+
+        return METRICS[self.endpoint].rate
+
 
 def _threshold_words(runs: pd.DataFrame) -> str:
     """A stratum's threshold for the caption: ``475``, or none (failed = unstable)."""
@@ -140,25 +163,33 @@ def across_table(
     primary: str | None = None,
     by_name: bool = False,
 ) -> Across:
-    """The cross-stratum table of ``endpoint`` (a rate) over ``folders``.
+    """The cross-stratum table of ``endpoint`` (a rate or a value) over ``folders``.
 
     Raises:
-      ConfigError: fewer than two strata, an endpoint that is not a rate, a folder given twice,
+      ConfigError: fewer than two strata, an endpoint that is neither a rate nor a value (steps
+        to threshold, censored, has no pooled test here), a folder given twice,
         without the compared key or without the baseline, a stratum holding several tasks, no
         variant besides the baseline, a primary arm that no folder has; with ``by_name``, a
         stratum holding two settings of one variant, or a baseline with parameters.
     """
     from experiments.report.contrasts import adjust
     from experiments.report.results import load_results
-    from experiments.report.tables import METRICS, check_alpha, status_note, summarize
+    from experiments.report.tables import (
+        METRICS,
+        check_alpha,
+        design_runs,
+        status_note,
+        summarize,
+    )
     from experiments.study.analysis import registered_contrast
 
     alpha = check_alpha(alpha)
     if by_name and " (" in baseline:
         raise _baseline_with_parameters(baseline)
-    rates = [name for name, metric in METRICS.items() if metric.rate]
-    if endpoint not in rates:
-        raise unknown_choice("endpoint", endpoint, rates)
+    choices = [name for name, metric in METRICS.items() if metric.kind in ("rate", "value")]
+    if endpoint not in choices:
+        raise unknown_choice("endpoint", endpoint, choices)
+    rate = METRICS[endpoint].rate
     if not folders:
         raise ConfigError("a pooled table needs at least two results folders")
     loaded, seen = [], set()
@@ -172,6 +203,7 @@ def across_table(
     compared = f"{key}={baseline}"  # the baseline as gradlab table and a study record take it
     strata, cells, excluded, declared, notes, labels = [], {}, {}, {}, [], set()
     settings: dict[str, dict[str, str]] = {}
+    values: dict[tuple[str, str], np.ndarray] = {}  # a value endpoint's runs per cell
     for folder, results in loaded:
         name = by_task.get(id(results)) or _unique(results.root.name, labels)
         labels.add(name)
@@ -200,6 +232,7 @@ def across_table(
         summary = summarize(
             results, metrics=[endpoint], baseline=compared, alpha=alpha, confirmatory=confirm
         )
+        design = None if rate else design_runs(results, [endpoint])
         for stratum_label, rows in summary.groupby("stratum_label", sort=False):
             label = name if not summary.attrs["strata_keys"] else f"{name}, {stratum_label}"
             members = _stratum_runs(results, summary, rows.iloc[0])
@@ -220,7 +253,10 @@ def across_table(
                         f"stratum {label!r} holds two settings of {key} {arm!r}; matching arms "
                         "by name needs one setting per stratum: give the folders without it"
                     )
-                cells[(label, arm)] = _cell(row, endpoint)
+                cells[(label, arm)] = _cell(row, endpoint, rate)
+                if design is not None:
+                    runs_of_cell = design[design["group"] == row["group"]]
+                    values[(label, arm)] = runs_of_cell[endpoint].to_numpy(dtype=float)
                 if row[f"{endpoint}_confirmatory"] and study is not None:
                     declared[label] = study.study
     if len(strata) < 2:
@@ -244,10 +280,13 @@ def across_table(
         }
         for name, where in settings.items()
     }
-    contrasts = [pooled_contrast(_strata(cells, strata, arm, baseline)) for arm in arms]
+    if rate:
+        contrasts = [pooled_contrast(_strata(cells, strata, arm, baseline)) for arm in arms]
+    else:
+        contrasts = [van_elteren(_samples(values, strata, arm, baseline)) for arm in arms]
     families = ["primary" if a == primary else "all" for a in arms]
     adjusted, sizes = adjust([c.pvalue for c in contrasts], families)
-    exact, _ = adjust([c.exact_p for c in contrasts], families)
+    exact, _ = adjust([getattr(c, "exact_p", math.nan) for c in contrasts], families)
     pooled = {
         arm: Pooled(
             c, float(p), int(m), arm == primary, bool(np.isfinite(p) and p < alpha), float(e)
@@ -305,18 +344,24 @@ def _arm(label: str, stratum: str, settings: dict[str, dict[str, str]]) -> str:
     return name
 
 
-def _cell(row: pd.Series, endpoint: str) -> Cell:
-    k, n = int(row[f"{endpoint}_k"]), int(row[f"{endpoint}_n"])
+def _cell(row: pd.Series, endpoint: str, rate: bool) -> Cell:
+    n = int(row[f"{endpoint}_n"])
+    k = int(row[f"{endpoint}_k"]) if rate else None
+    mean = {}
+    if not rate:
+        low, high = row[f"{endpoint}_ci_low"], row[f"{endpoint}_ci_high"]
+        mean = {"value": float(row[endpoint]), "low": float(low), "high": float(high)}
+        mean["imputed"] = int(row.get(f"{endpoint}_imputed", 0))
     if row["is_baseline"]:
-        return Cell(k, n)
-    p = float(row[f"{endpoint}_p_adjusted"])
+        return Cell(k, n, **mean)
     return Cell(
         k,
         n,
-        p_adjusted=p,
+        p_adjusted=float(row[f"{endpoint}_p_adjusted"]),
         m=int(row[f"{endpoint}_m"]),
         confirmatory=bool(row[f"{endpoint}_confirmatory"]),
         bold=bool(row[f"{endpoint}_bold"]),
+        **mean,
     )
 
 
@@ -328,6 +373,17 @@ def _strata(cells, strata, arm: str, baseline: str) -> dict[str, Stratum]:
         a, b = cells.get((s.label, arm)), cells.get((s.label, baseline))
         if a is not None and b is not None:
             out[s.label] = Stratum(a.k, a.n, b.k, b.n)
+    return out
+
+
+def _samples(values, strata, arm: str, baseline: str) -> dict[str, Sample]:
+    """Each stratum's per-run values of ``arm`` and ``baseline``, where both are (a stratum
+    where either has no value is kept, adds nothing and is named)."""
+    out = {}
+    for s in strata:
+        a, b = values.get((s.label, arm)), values.get((s.label, baseline))
+        if a is not None and b is not None:
+            out[s.label] = Sample.of(a, b)
     return out
 
 

@@ -1,12 +1,13 @@
 """``gradlab pool``'s table (:class:`~experiments.report.across.Across`) as Markdown, LaTeX, CSV or
 JSON, with its caption.
 
-Markdown: a column per stratum's ``k/n`` and ``p_adj``, then the pooled odds ratio, CMH p_adj, the
-exact conditional test's p_adj and Breslow-Day p, caption below. LaTeX: a ``table`` float that needs
-only booktabs, one column per stratum (``k/n`` with its ``p`` below, a stacked cell) under the
-stratum's label, and the pooled group, so three tasks fit a one-column text width. CSV and JSON: one
-record per variant and stratum and one per variant pooled, every number (undefined as an empty cell
-or null; an infinite odds ratio as ``inf``).
+Markdown: a column per stratum's ``k/n`` and ``p_adj``, then the pooled odds ratio, CMH p_adj,
+the exact conditional test's p_adj and Breslow-Day p, caption below; for a value endpoint, each
+stratum's mean and ``p_adj``, then the pooled ``P(> base)`` and van Elteren p_adj. LaTeX: a
+``table`` float that needs only booktabs, one column per stratum (``k/n`` or the mean, with its
+``p`` below, a stacked cell) under the stratum's label, and the pooled group, so three tasks fit a
+one-column text width. CSV and JSON: one record per variant and stratum and one per variant
+pooled, every number (undefined as an empty cell or null; an infinite odds ratio as ``inf``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from experiments.errors import unknown_choice
 from experiments.report.across import Across
 from experiments.report.markup import latex_stack, latex_text, markdown_table
 from experiments.report.pooled import PooledContrast
+from experiments.report.pooled_ranks import RankContrast
 from experiments.report.render import format_number, format_p
 
 __all__ = ["FORMATS", "across_caption", "across_records", "render_across"]
@@ -43,10 +45,33 @@ def _p(value: float, t: Across, star: bool) -> str:
     return text + ("*" if star and text != _DASH else "")
 
 
+def _figure(cell) -> str:
+    """A stratum's figure: ``k/n``, or a value endpoint's mean."""
+    return format_number(cell.value) if cell.k is None else f"{cell.k}/{cell.n}"
+
+
+def _pooled_texts(t: Across, pooled) -> tuple[str, ...]:
+    """The pooled columns' texts: ``(odds ratio, CI, CMH p_adj, exact p_adj, Breslow-Day p)``,
+    or for a value ``(P(> base), "", van Elteren p_adj)``; ``base`` for the baseline."""
+    if pooled is None:
+        return ("base", "", "base", "base", "base") if t.rate else ("base", "", "base")
+    c = pooled.contrast
+    p = _p(pooled.p_adjusted, t, pooled.primary)
+    if not t.rate:
+        return format_number(c.superiority), "", p
+    exact = format_p(pooled.exact_p_adjusted, alpha=t.alpha)
+    return _ratio(c.odds_ratio), _ci(c), p, exact, format_p(c.homogeneity_p)
+
+
+def _pooled_headers(t: Across) -> list[str]:
+    if t.rate:
+        return ["OR [95% CI]", "CMH p_adj", "exact p_adj", "BD p"]
+    return ["P(> base)", "vE p_adj"]
+
+
 def _rows(t: Across) -> list[dict]:
-    """Per variant: its name and bold, per stratum ``(k/n, bold, p_adj)``, and the pooled
-    ``(odds ratio, CI, CMH p_adj, exact p_adj, Breslow-Day p)``, in the columns' order; texts,
-    ``base`` for the baseline."""
+    """Per variant: its name and bold, per stratum ``(k/n or mean, bold, p_adj)``, and the
+    pooled texts (:func:`_pooled_texts`), in the columns' order; ``base`` for the baseline."""
     rows = []
     for variant in t.variants:
         is_base = variant == t.baseline
@@ -58,14 +83,8 @@ def _rows(t: Across) -> list[dict]:
                 strata.append((_DASH, False, _DASH))
                 continue
             p = "base" if is_base else _p(cell.p_adjusted, t, cell.confirmatory)
-            strata.append((f"{cell.k}/{cell.n}", cell.bold, p))
-        if is_base:
-            summary = ("base", "", "base", "base", "base")
-        else:
-            c = pooled.contrast
-            p = _p(pooled.p_adjusted, t, pooled.primary)
-            exact = format_p(pooled.exact_p_adjusted, alpha=t.alpha)
-            summary = (_ratio(c.odds_ratio), _ci(c), p, exact, format_p(c.homogeneity_p))
+            strata.append((_figure(cell), cell.bold, p))
+        summary = _pooled_texts(t, None if is_base else pooled)
         rows.append(
             {"name": variant, "bold": bool(pooled and pooled.bold), "strata": strata,
              "pooled": summary}
@@ -124,6 +143,8 @@ def across_caption(t: Across) -> str:
         else f"Pooled *: {t.key}={t.primary} on {t.endpoint}, the pooled contrast declared "
         "before the runs, tested alone (m = 1); every other pooled row is exploratory."
     )
+    if not t.rate:
+        return _value_caption(t, holm, notes, marked, status)
     return (
         f"{meaning}{t.endpoint}: k of n runs per stratum, n every completed or diverged run "
         f"whose {t.endpoint} is defined. Per stratum, p_adj: each {t.key} against "
@@ -146,26 +167,60 @@ def across_caption(t: Across) -> str:
     )
 
 
+def _value_caption(t: Across, holm: str, notes: str, marked: str, status: str) -> str:
+    """The caption of a value endpoint's table (a final return, a gradient norm)."""
+    itt = ""
+    if t.endpoint.startswith("final_return"):
+        imputed = dict.fromkeys((s.label for s in t.strata), 0)
+        for (label, _), cell in t.cells.items():
+            imputed[label] += cell.imputed
+        counted = "; ".join(f"{label}: {n}" for label, n in imputed.items())
+        itt = (
+            " Every completed or diverged run counts: a diverged run, or one without a value, "
+            "counts as its task's declared random-policy return, as gradlab table counts it "
+            f"(runs so counted, per stratum: {counted})."
+        )
+    return (
+        f"{t.endpoint}: the mean over the runs per stratum (its 95% CI in gradlab table), n "
+        f"every completed or diverged run with a value.{itt} Per stratum, p_adj: each "
+        f"{t.key} against {t.key}={t.baseline} there, two-sided Mann-Whitney U test, "
+        f"Holm-adjusted over the stratum's variants, as gradlab table gives it.{marked} Pooled "
+        f"over the {len(t.strata)} strata, stratified by stratum (ranks within each stratum, "
+        "so tasks on other scales pool without rescaling): P(> base), the chance that a run "
+        f"of the {t.key} has a higher {t.endpoint} than a run of the baseline in the same "
+        "stratum (ties count half), averaged over the strata with weights 1/(N + 1) (N: the "
+        "stratum's runs of both arms); above 0.5: higher values than the baseline. vE p_adj: "
+        "van Elteren's stratified Wilcoxon rank-sum test of the same null (the arm's rank "
+        "sums with the same weights, normal approximation, ties by midranks; a variant with "
+        "one informative stratum: that stratum's Mann-Whitney U test), "
+        f"{holm}. A stratum where either arm has no value, or every value is the same, adds "
+        f"nothing to the pooled test.{notes} {status} Bold: a mean whose p_adj < alpha = "
+        f"{t.alpha:g} in its stratum; a {t.key} whose pooled p_adj < alpha; nothing else."
+    )
+
+
 def _markdown(t: Across) -> str:
     header = [t.key]
+    figure = "k/n" if t.rate else "mean"
     for s in t.strata:
-        header += [f"{s.label} k/n", f"{s.label} p_adj"]
-    header += ["pooled OR [95% CI]", "pooled CMH p_adj", "pooled exact p_adj", "pooled BD p"]
+        header += [f"{s.label} {figure}", f"{s.label} p_adj"]
+    header += [f"pooled {name}" for name in _pooled_headers(t)]
     body = []
     for row in _rows(t):
         line = [f"**{row['name']}**" if row["bold"] else row["name"]]
         for kn, bold, p in row["strata"]:
             line += [f"**{kn}**" if bold else kn, p]
-        odds, ci, *tests = row["pooled"]
-        line += [f"{odds} {ci}".strip(), *tests]
+        effect, ci, *tests = row["pooled"]
+        line += [f"{effect} {ci}".strip(), *tests]
         body.append(line)
     align = ["left"] + ["right"] * (len(header) - 1)
     return markdown_table(header, body, align=align) + f"\n\n{across_caption(t)}\n"
 
 
 def _latex(t: Across) -> str:
-    headers = [("", t.key)] + [(s.label, "k/n, p") for s in t.strata]
-    headers += [("pooled", name) for name in ("OR [95% CI]", "CMH p", "exact p", "BD p")]
+    figure = "k/n, p" if t.rate else "mean, p"
+    headers = [("", t.key)] + [(s.label, figure) for s in t.strata]
+    headers += [("pooled", name.removesuffix("_adj")) for name in _pooled_headers(t)]
     body = []
     for row in _rows(t):
         name = latex_text(row["name"])
@@ -174,9 +229,9 @@ def _latex(t: Across) -> str:
             first = rf"\textbf{{{latex_text(kn)}}}" if bold else latex_text(kn)
             below = [] if p == _DASH else [rf"\scriptsize {latex_text(p)}"]
             line.append(latex_stack([first, *below], "r"))
-        odds, ci, *tests = row["pooled"]
+        effect, ci, *tests = row["pooled"]
         below = [rf"\scriptsize {latex_text(ci)}"] if ci else []
-        line += [latex_stack([latex_text(odds), *below], "r"), *map(latex_text, tests)]
+        line += [latex_stack([latex_text(effect), *below], "r"), *map(latex_text, tests)]
         body.append(line)
     columns = pd.MultiIndex.from_tuples([(latex_text(a), latex_text(b)) for a, b in headers])
     styler = pd.DataFrame(body, columns=columns).style.hide(axis="index")
@@ -193,10 +248,36 @@ def _latex(t: Across) -> str:
     )
 
 
+_VALUE_FIELDS = ("value", "low", "high", "imputed")
+
+
+def _cell_record(t: Across, cell) -> dict:
+    """A cell's fields: ``k`` for a rate; the mean, its CI and ``imputed`` for a value."""
+    record = dataclasses.asdict(cell)
+    drop = ("k",) if not t.rate else _VALUE_FIELDS
+    return {k: v for k, v in record.items() if k not in drop}
+
+
+def _pooled_record(pooled) -> dict:
+    """A pooled row's fields: a rate's odds ratio, CMH, exact and Breslow-Day figures; a value's
+    ``P(> base)`` (``superiority``) and van Elteren's z and p."""
+    c = pooled.contrast
+    common = {"statistic": c.statistic, "p": c.pvalue, "p_adjusted": pooled.p_adjusted,
+              "m": pooled.m, "confirmatory": pooled.primary, "bold": pooled.bold,
+              "test": c.test, "left_out": "; ".join(c.left_out)}  # fmt: skip
+    if isinstance(c, RankContrast):
+        return {"superiority": c.superiority, **common}
+    return {"odds_ratio": c.odds_ratio, "odds_ratio_low": c.odds_ratio_ci[0],
+            "odds_ratio_high": c.odds_ratio_ci[1], **common, "breslow_day_p": c.homogeneity_p,
+            "exact_p": c.exact_p, "exact_p_adjusted": pooled.exact_p_adjusted}  # fmt: skip
+
+
 def across_records(t: Across) -> list[dict]:
-    """One record per variant and stratum (``k``, ``n``, ``p_adjusted``, ``m``,
-    ``confirmatory``, ``bold``), then one per variant with ``stratum`` ``pooled`` (the odds
-    ratio and its CI, the CMH statistic, p and p_adjusted, m, Breslow-Day p)."""
+    """One record per variant and stratum (``k`` or the mean ``value`` with ``low``, ``high``
+    and ``imputed``; ``n``, ``p_adjusted``, ``m``, ``confirmatory``, ``bold``), then one per
+    variant with ``stratum`` ``pooled`` (a rate: the odds ratio and its CI, the CMH statistic, p
+    and p_adjusted, m, Breslow-Day p, the exact p; a value: ``superiority``, the pooled
+    ``P(> base)``, and van Elteren's z, p and p_adjusted)."""
     out = []
     for variant in t.variants:
         for s in t.strata:
@@ -205,20 +286,11 @@ def across_records(t: Across) -> list[dict]:
                 setting = t.settings.get(variant, {}).get(s.label, "")
                 out.append(
                     {t.key: variant, "stratum": s.label, "task": s.task, "folder": s.folder,
-                     **({"setting": setting} if t.by_name else {}), **dataclasses.asdict(cell)}
+                     **({"setting": setting} if t.by_name else {}), **_cell_record(t, cell)}
                 )  # fmt: skip
         pooled = t.pooled.get(variant)
         if pooled is not None:
-            c = pooled.contrast
-            out.append(
-                {t.key: variant, "stratum": "pooled", "odds_ratio": c.odds_ratio,
-                 "odds_ratio_low": c.odds_ratio_ci[0], "odds_ratio_high": c.odds_ratio_ci[1],
-                 "statistic": c.statistic, "p": c.pvalue, "p_adjusted": pooled.p_adjusted,
-                 "m": pooled.m, "confirmatory": pooled.primary, "bold": pooled.bold,
-                 "breslow_day_p": c.homogeneity_p, "test": c.test, "exact_p": c.exact_p,
-                 "exact_p_adjusted": pooled.exact_p_adjusted,
-                 "left_out": "; ".join(c.left_out)}
-            )  # fmt: skip
+            out.append({t.key: variant, "stratum": "pooled", **_pooled_record(pooled)})
     return out
 
 
@@ -238,7 +310,7 @@ def _finite(value):
 
 def _csv(t: Across) -> str:
     frame = pd.DataFrame(across_records(t))
-    for column in ("k", "n", "m"):
+    for column in ("k", "n", "m", "imputed"):
         if column in frame:
             frame[column] = frame[column].astype("Int64")  # counts, not 62.0
     return frame.to_csv(index=False)

@@ -61,6 +61,7 @@ __all__ = [
     "Metric",
     "check_alpha",
     "compared_key",
+    "design_runs",
     "summarize",
     "varying_keys",
 ]
@@ -170,6 +171,18 @@ def _design(runs: pd.DataFrame, metrics: Sequence[str], override: float | None) 
             declared.update(used)
     design["_time"], design["_event"] = time_to_event(design)
     return design, declared
+
+
+def design_runs(
+    results: Results, metrics: Sequence[str], diverged_return: float | None = None
+) -> pd.DataFrame:
+    """The runs :func:`summarize` counts (completed or diverged), each metric as it counts it:
+    a final return with the declared return for a diverged run, or one without a value.
+
+    Raises:
+      ConfigError: a diverged run whose task declares no return.
+    """
+    return _design(results.runs, metrics, diverged_return)[0]
 
 
 def _cells(name: str, runs: pd.DataFrame, *, stat: str, confidence: float, **boot) -> dict:
