@@ -561,6 +561,14 @@ def test_a_variants_parameter_is_part_of_its_arm_not_a_stratum(tmp_path):
     # 0/3 against none's 3/3: Fisher two-sided p = 2 / C(6, 3) = 0.1; Holm over 2 arms: 0.2
     assert clip["unstable_p"] == pytest.approx(0.1)
     assert clip["unstable_p_adjusted"] == pytest.approx(0.2)
+    # that arm, parameters and all, can be the baseline (its '=' is not KEY=VALUE's)
+    for baseline in ("clipnorm (clipnorm=0.6)", "variant=clipnorm (clipnorm=0.6)"):
+        against = summarize(results, metrics=["unstable"], baseline=baseline)
+        assert against.attrs["baseline"] == "variant=clipnorm (clipnorm=0.6)"
+        none = against[against["variant"] == "none"].iloc[0]
+        assert none["unstable_p"] == pytest.approx(0.1)  # 3/3 against the clip arm's 0/3
+    with pytest.raises(ConfigError, match="baseline variant 'clipnorm \\(clipnorm=9\\)'"):
+        summarize(results, metrics=["unstable"], baseline="clipnorm (clipnorm=9)")
 
 
 def test_a_parameter_swept_alone_stays_the_compared_key(tmp_path):

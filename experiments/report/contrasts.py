@@ -220,13 +220,14 @@ def resolve_baseline(
 ) -> tuple[str, str] | None:
     """``(key, value)`` the baseline groups share; None if no baseline is asked or found. A bare
     ``VALUE`` is one of ``variant``'s, or of the only key that varies (``keys``: the group keys
-    that vary, :func:`varying_keys`); ``KEY=VALUE`` any group key's."""
+    that vary, :func:`varying_keys`); ``KEY=VALUE`` any group key's. An arm with its
+    parameters (``clipnorm (clipnorm=113)``) is a bare value: its ``=`` is inside parentheses."""
     runs = results.runs
     if baseline is None:
         if "variant" in keys and (runs["variant"] == "none").any():
             return "variant", "none"
         return None
-    if "=" in baseline:
+    if "=" in baseline and "(" not in baseline.split("=", 1)[0]:
         key, value = (s.strip() for s in baseline.split("=", 1))
         if key not in results.group_keys:
             raise unknown_choice("baseline key", key, results.group_keys)
