@@ -113,12 +113,14 @@ def test_strata_without_variation_or_an_empty_arm_add_nothing():
     assert Sample.of([1.0, np.nan], [np.inf, 2.0]) == Sample((1.0,), (2.0,))
 
 
-def _write(folder, task, variant, seed, final_return, *, diverged=False):
+def _write(folder, task, variant, seed, final_return, *, diverged=False, grad_norm=False):
     job = folder / f"task={task}__variant={variant}__seed={seed}"
     job.mkdir(parents=True)
     stability = {"diverged": int(diverged), "unstable": int(diverged), "reached_threshold": 1}
     if not diverged:
         stability["final_return"] = final_return
+        if grad_norm:
+            stability["grad_norm_p99"] = final_return / 100
     summary = {
         "status": "diverged" if diverged else "completed",
         "job": job.name,
@@ -138,19 +140,28 @@ def _write(folder, task, variant, seed, final_return, *, diverged=False):
 
 # returns per task and variant; catch's diverged run counts as its random return (-0.5998)
 RETURNS = {
-    "catch": {"none": [0.9, 0.8, 1.0, 0.7], "scale_gradient": [0.6, 0.5, 0.95, None]},
-    "cartpole": {"none": [400.0, 450.0, 500.0], "scale_gradient": [380.0, 500.0, 300.0, 420.0]},
+    "catch": {
+        "none": [0.9, 0.8, 1.0, 0.7],
+        "scale_gradient": [0.6, 0.5, 0.95, None],
+        "maxnorm": [1.0, 0.9, 0.85],
+    },
+    "cartpole": {
+        "none": [400.0, 450.0, 500.0],
+        "scale_gradient": [380.0, 500.0, 300.0, 420.0],
+        "maxnorm": [500.0, 490.0, 470.0],
+    },
 }
 
 
-def _folders(root):
+def _folders(root, grad_norm=False):
     folders = []
     for task, arms in RETURNS.items():
         folder = root / task
         seed = 0
         for variant, values in arms.items():
             for value in values:
-                _write(folder, task, variant, seed, value, diverged=value is None)
+                _write(folder, task, variant, seed, value, diverged=value is None,
+                       grad_norm=grad_norm)  # fmt: skip
                 seed += 1
         folders.append(folder)
     return folders
@@ -164,9 +175,13 @@ def test_final_return_across_tasks(tmp_path):
     assert cell.k is None and cell.n == 4 and cell.imputed == 1
     assert cell.value == pytest.approx(np.mean(catch_arm))
     assert t.cells[("cartpole", "none")].value == pytest.approx(450.0)
-    # within a stratum: Mann-Whitney U, Holm over one arm = the raw p
-    p = mann_whitney_p(catch_arm, RETURNS["catch"]["none"])
-    assert cell.p_adjusted == pytest.approx(p) and cell.m == 1
+    # within a stratum: Mann-Whitney U, Holm over the two arms by hand
+    base = RETURNS["catch"]["none"]
+    p, q = mann_whitney_p(catch_arm, base), mann_whitney_p(RETURNS["catch"]["maxnorm"], base)
+    low, high = sorted([p, q])
+    holm = {low: min(1, 2 * low), high: min(1, max(2 * low, high))}
+    assert cell.p_adjusted == pytest.approx(holm[p]) and cell.m == 2
+    assert t.cells[("catch", "maxnorm")].p_adjusted == pytest.approx(holm[q])
     # pooled: van Elteren over both strata, the same numbers as by hand from the values
     expected = van_elteren(
         {
@@ -175,10 +190,26 @@ def test_final_return_across_tasks(tmp_path):
                                   RETURNS["cartpole"]["none"]),
         }
     )  # fmt: skip
+    other = van_elteren(
+        {
+            task: Sample.of(RETURNS[task]["maxnorm"], RETURNS[task]["none"])
+            for task in ("catch", "cartpole")
+        }
+    )
     pooled = t.pooled["scale_gradient"]
     assert pooled.contrast.statistic == pytest.approx(expected.statistic)
-    assert pooled.p_adjusted == pytest.approx(expected.pvalue) and pooled.m == 1
+    assert pooled.contrast.test == "van_elteren" and pooled.m == 2
+    low, high = sorted([expected.pvalue, other.pvalue])
+    holm = {low: 2 * low, high: min(1, max(2 * low, high))}
+    assert pooled.p_adjusted == pytest.approx(holm[expected.pvalue])
+    assert t.pooled["maxnorm"].p_adjusted == pytest.approx(holm[other.pvalue])
     assert math.isnan(pooled.exact_p_adjusted)
+    # declared before the runs: tested alone (m = 1), the other arm Holm over itself
+    declared = across_table(_folders(tmp_path / "again"), endpoint="final_return",
+                            primary="scale_gradient")  # fmt: skip
+    assert declared.pooled["scale_gradient"].p_adjusted == pytest.approx(expected.pvalue)
+    assert declared.pooled["scale_gradient"].m == 1 and declared.pooled["maxnorm"].m == 1
+    assert "vE p_adj" in render_across(declared, fmt="md")
     text = render_across(t, fmt="md")
     header = text.splitlines()[0]
     assert "catch mean" in header and "pooled P(> base)" in header and "pooled vE p_adj" in header
@@ -191,6 +222,10 @@ def test_final_return_across_tasks(tmp_path):
         expected.superiority
     )
     assert "odds_ratio" not in last
+    # a metric without imputation (no declared return): imputed is empty, not 0
+    norms = across_table(_folders(tmp_path / "norms", grad_norm=True), endpoint="grad_norm_p99")
+    assert all(c.imputed is None for c in norms.cells.values())
+    assert "declared random-policy return" not in render_across(norms, fmt="md")
     assert json.loads(render_across(t, fmt="json"))["endpoint"] == "final_return"
     assert "imputed" in render_across(t, fmt="csv").splitlines()[0]
     latex = render_across(t, fmt="latex")

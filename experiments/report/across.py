@@ -59,7 +59,8 @@ class Cell:
       bold: ``p_adjusted < alpha``.
       value, low, high: a value endpoint's mean over the runs and its 95% bootstrap CI, as
         ``gradlab table`` gives them (NaN for a rate).
-      imputed: a final return's runs counted as the declared return (diverged, or no value).
+      imputed: a final return's runs counted as the declared return (diverged, or no value);
+        None for a rate, or a value without that rule (a gradient norm).
     """
 
     k: int | None
@@ -71,7 +72,7 @@ class Cell:
     value: float = math.nan
     low: float = math.nan
     high: float = math.nan
-    imputed: int = 0
+    imputed: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -351,7 +352,8 @@ def _cell(row: pd.Series, endpoint: str, rate: bool) -> Cell:
     if not rate:
         low, high = row[f"{endpoint}_ci_low"], row[f"{endpoint}_ci_high"]
         mean = {"value": float(row[endpoint]), "low": float(low), "high": float(high)}
-        mean["imputed"] = int(row.get(f"{endpoint}_imputed", 0))
+        if f"{endpoint}_imputed" in row:
+            mean["imputed"] = int(row[f"{endpoint}_imputed"])
     if row["is_baseline"]:
         return Cell(k, n, **mean)
     return Cell(
@@ -377,8 +379,9 @@ def _strata(cells, strata, arm: str, baseline: str) -> dict[str, Stratum]:
 
 
 def _samples(values, strata, arm: str, baseline: str) -> dict[str, Sample]:
-    """Each stratum's per-run values of ``arm`` and ``baseline``, where both are (a stratum
-    where either has no value is kept, adds nothing and is named)."""
+    """Each stratum's per-run values of ``arm`` and ``baseline``, where both have a cell (one
+    without a finite value there is kept, adds nothing and is named; a stratum where either arm
+    has no run at all is not one of the arm's strata)."""
     out = {}
     for s in strata:
         a, b = values.get((s.label, arm)), values.get((s.label, baseline))

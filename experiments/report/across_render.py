@@ -24,6 +24,7 @@ from experiments.report.markup import latex_stack, latex_text, markdown_table
 from experiments.report.pooled import PooledContrast
 from experiments.report.pooled_ranks import RankContrast
 from experiments.report.render import format_number, format_p
+from experiments.report.tables import METRICS
 
 __all__ = ["FORMATS", "across_caption", "across_records", "render_across"]
 
@@ -129,7 +130,8 @@ def across_caption(t: Across) -> str:
         notes += f" Adding nothing to the pooled test: {'; '.join(left_out)}."
     if t.excluded:
         listed = "; ".join(f"{label}: {note}" for label, note in t.excluded.items())
-        notes += f" Not runs of the design, left out of k/n: {listed}."
+        counts = "k/n" if t.rate else "the means"
+        notes += f" Not runs of the design, left out of {counts}: {listed}."
     marked = ""
     if t.declared:
         studies = "; ".join(f"{label} (study {study})" for label, study in t.declared.items())
@@ -170,10 +172,10 @@ def across_caption(t: Across) -> str:
 def _value_caption(t: Across, holm: str, notes: str, marked: str, status: str) -> str:
     """The caption of a value endpoint's table (a final return, a gradient norm)."""
     itt = ""
-    if t.endpoint.startswith("final_return"):
+    if METRICS[t.endpoint].itt:
         imputed = dict.fromkeys((s.label for s in t.strata), 0)
         for (label, _), cell in t.cells.items():
-            imputed[label] += cell.imputed
+            imputed[label] += cell.imputed or 0
         counted = "; ".join(f"{label}: {n}" for label, n in imputed.items())
         itt = (
             " Every completed or diverged run counts: a diverged run, or one without a value, "
@@ -181,15 +183,16 @@ def _value_caption(t: Across, holm: str, notes: str, marked: str, status: str) -
             f"(runs so counted, per stratum: {counted})."
         )
     return (
-        f"{t.endpoint}: the mean over the runs per stratum (its 95% CI in gradlab table), n "
-        f"every completed or diverged run with a value.{itt} Per stratum, p_adj: each "
+        f"{t.endpoint}: the mean over the runs with a value per stratum (n and the 95% CI in "
+        f"gradlab table, and in the CSV and JSON).{itt} Per stratum, p_adj: each "
         f"{t.key} against {t.key}={t.baseline} there, two-sided Mann-Whitney U test, "
         f"Holm-adjusted over the stratum's variants, as gradlab table gives it.{marked} Pooled "
         f"over the {len(t.strata)} strata, stratified by stratum (ranks within each stratum, "
         "so tasks on other scales pool without rescaling): P(> base), the chance that a run "
         f"of the {t.key} has a higher {t.endpoint} than a run of the baseline in the same "
-        "stratum (ties count half), averaged over the strata with weights 1/(N + 1) (N: the "
-        "stratum's runs of both arms); above 0.5: higher values than the baseline. vE p_adj: "
+        "stratum (ties count half): the share of such pairs the variant wins, each pair "
+        "weighted 1/(N + 1) (N: the stratum's runs of both arms), so a stratum weighs "
+        "n1 n2 / (N + 1); above 0.5: higher values than the baseline. vE p_adj: "
         "van Elteren's stratified Wilcoxon rank-sum test of the same null (the arm's rank "
         "sums with the same weights, normal approximation, ties by midranks; a variant with "
         "one informative stratum: that stratum's Mann-Whitney U test), "

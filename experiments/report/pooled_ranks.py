@@ -10,9 +10,10 @@ for a common shift: ``z = sum w (W - E) / sqrt(sum w^2 Var)``, two-sided normal 
 informative stratum it is that stratum's Mann-Whitney U test as ``gradlab table`` runs it.
 
 The pooled effect is on the same scale as the test: ``P(arm > baseline)``, the chance that a
-run of the arm beats one of the baseline in the same stratum (ties count half), averaged over
-the strata with the test's weights: ``0.5 + sum w (W - E) / sum w n1 n2``. Above 0.5: the arm's
-values are higher.
+run of the arm beats one of the baseline in the same stratum (ties count half): the share of
+such pairs the arm wins, each pair weighted ``w = 1 / (N + 1)`` as in the test (so a stratum
+weighs ``n1 n2 / (N + 1)``), ``0.5 + sum w (W - E) / sum w n1 n2``. Above 0.5: the arm's values
+are higher.
 """
 
 from __future__ import annotations
