@@ -19,12 +19,21 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
+from typing import TypeVar
 
 import numpy as np
 
 from experiments.errors import ConfigError
 
-__all__ = ["PooledContrast", "Stratum", "exact_conditional_p", "pooled_contrast"]
+__all__ = [
+    "PooledContrast",
+    "Stratum",
+    "exact_conditional_p",
+    "informative_strata",
+    "pooled_contrast",
+]
+
+S = TypeVar("S")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,6 +121,18 @@ def exact_conditional_p(strata: Sequence[Stratum]) -> float:
     return float(min(1.0, pmf[pmf <= at * (1 + 1e-7)].sum()))
 
 
+def informative_strata(strata: Mapping[str, S]) -> tuple[dict[str, S], tuple[str, ...]]:
+    """The strata that add to a pooled test (``.informative``) and the labels of the others.
+
+    Raises:
+      ConfigError: no strata.
+    """
+    if not strata:
+        raise ConfigError("a pooled contrast needs at least one stratum with both arms")
+    used = {label: s for label, s in strata.items() if s.informative}
+    return used, tuple(label for label in strata if label not in used)
+
+
 def pooled_contrast(strata: Mapping[str, Stratum]) -> PooledContrast:
     """The CMH test, the MH odds ratio and the Breslow-Day test over ``strata``.
 
@@ -120,10 +141,7 @@ def pooled_contrast(strata: Mapping[str, Stratum]) -> PooledContrast:
     """
     from statsmodels.stats.contingency_tables import StratifiedTable
 
-    if not strata:
-        raise ConfigError("a pooled contrast needs at least one stratum with both arms")
-    used = {label: s for label, s in strata.items() if s.informative}
-    left_out = tuple(label for label in strata if label not in used)
+    used, left_out = informative_strata(strata)
     nan = float("nan")
     if not used:
         return PooledContrast(dict(strata), nan, nan, nan, (nan, nan), nan, left_out, "none")

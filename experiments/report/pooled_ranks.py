@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from experiments.errors import ConfigError
+from experiments.report.pooled import informative_strata
 
 __all__ = ["RankContrast", "Sample", "van_elteren"]
 
@@ -96,10 +96,7 @@ def van_elteren(strata: Mapping[str, Sample]) -> RankContrast:
 
     from experiments.report.significance import mann_whitney_p
 
-    if not strata:
-        raise ConfigError("a pooled contrast needs at least one stratum with both arms")
-    used = {label: s for label, s in strata.items() if s.informative}
-    left_out = tuple(label for label in strata if label not in used)
+    used, left_out = informative_strata(strata)
     nan = math.nan
     if not used:
         return RankContrast(dict(strata), nan, nan, nan, left_out, "none")
