@@ -282,12 +282,16 @@ def across_table(
         for name, where in settings.items()
     }
     if rate:
-        contrasts = [pooled_contrast(_strata(cells, strata, arm, baseline)) for arm in arms]
+        contrasts = [pooled_contrast(_paired(cells, strata, arm, baseline, _counts))
+                     for arm in arms]  # fmt: skip
+        exact_ps = [c.exact_p for c in contrasts]
     else:
-        contrasts = [van_elteren(_samples(values, strata, arm, baseline)) for arm in arms]
+        contrasts = [van_elteren(_paired(values, strata, arm, baseline, Sample.of))
+                     for arm in arms]  # fmt: skip
+        exact_ps = [math.nan] * len(contrasts)  # no exact test beside van Elteren's
     families = ["primary" if a == primary else "all" for a in arms]
     adjusted, sizes = adjust([c.pvalue for c in contrasts], families)
-    exact, _ = adjust([getattr(c, "exact_p", math.nan) for c in contrasts], families)
+    exact, _ = adjust(exact_ps, families)
     pooled = {
         arm: Pooled(
             c, float(p), int(m), arm == primary, bool(np.isfinite(p) and p < alpha), float(e)
@@ -367,27 +371,21 @@ def _cell(row: pd.Series, endpoint: str, rate: bool) -> Cell:
     )
 
 
-def _strata(cells, strata, arm: str, baseline: str) -> dict[str, Stratum]:
-    """Each stratum's 2x2 counts of ``arm`` against ``baseline``, where both are; a stratum
-    where either has no run with a defined endpoint is kept, adds nothing and is named."""
+def _paired(by_cell, strata, arm: str, baseline: str, make) -> dict:
+    """Per stratum where both ``arm`` and ``baseline`` have a cell: ``make(arm's, baseline's)``
+    of their entries in ``by_cell`` (a rate: 2x2 counts; a value: per-run values). A stratum
+    where either has no run with a defined endpoint is kept, adds nothing and is named; one
+    where either has no run at all is not one of the arm's strata."""
     out = {}
     for s in strata:
-        a, b = cells.get((s.label, arm)), cells.get((s.label, baseline))
+        a, b = by_cell.get((s.label, arm)), by_cell.get((s.label, baseline))
         if a is not None and b is not None:
-            out[s.label] = Stratum(a.k, a.n, b.k, b.n)
+            out[s.label] = make(a, b)
     return out
 
 
-def _samples(values, strata, arm: str, baseline: str) -> dict[str, Sample]:
-    """Each stratum's per-run values of ``arm`` and ``baseline``, where both have a cell (one
-    without a finite value there is kept, adds nothing and is named; a stratum where either arm
-    has no run at all is not one of the arm's strata)."""
-    out = {}
-    for s in strata:
-        a, b = values.get((s.label, arm)), values.get((s.label, baseline))
-        if a is not None and b is not None:
-            out[s.label] = Sample.of(a, b)
-    return out
+def _counts(a: Cell, b: Cell) -> Stratum:
+    return Stratum(a.k, a.n, b.k, b.n)
 
 
 def _task_labels(results: Sequence) -> dict[int, str]:

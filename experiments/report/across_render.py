@@ -46,9 +46,9 @@ def _p(value: float, t: Across, star: bool) -> str:
     return text + ("*" if star and text != _DASH else "")
 
 
-def _figure(cell) -> str:
+def _figure(t: Across, cell) -> str:
     """A stratum's figure: ``k/n``, or a value endpoint's mean."""
-    return format_number(cell.value) if cell.k is None else f"{cell.k}/{cell.n}"
+    return f"{cell.k}/{cell.n}" if t.rate else format_number(cell.value)
 
 
 def _pooled_texts(t: Across, pooled) -> tuple[str, ...]:
@@ -84,7 +84,7 @@ def _rows(t: Across) -> list[dict]:
                 strata.append((_DASH, False, _DASH))
                 continue
             p = "base" if is_base else _p(cell.p_adjusted, t, cell.confirmatory)
-            strata.append((_figure(cell), cell.bold, p))
+            strata.append((_figure(t, cell), cell.bold, p))
         summary = _pooled_texts(t, None if is_base else pooled)
         rows.append(
             {"name": variant, "bold": bool(pooled and pooled.bold), "strata": strata,
