@@ -44,16 +44,22 @@ def output_format(fmt: str | None, out: Path | None) -> str:
 
 
 def emit(text: str, out: Path | None) -> None:
-    """``text`` to stdout, or to ``out`` (folders made) and ``wrote OUT`` on stdout.
+    """``text`` to stdout, or to ``out`` and ``wrote OUT`` on stdout.
+
+    No folder is made: a mistyped ``--out`` path must not leave folders behind.
 
     Raises:
-      ConfigError: ``out`` cannot be written.
+      ConfigError: ``out``'s folder does not exist, or ``out`` cannot be written.
     """
     if out is None:
         typer.echo(text.rstrip("\n"))
         return
+    if not out.parent.is_dir():
+        raise ConfigError(
+            f"cannot write '{out}': its folder '{out.parent}' does not exist (no folder is made; "
+            "create it first)"
+        )
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
     except OSError as err:
         raise ConfigError(f"cannot write '{out}': {err.strerror}") from None

@@ -58,7 +58,10 @@ def _counts(jobs: list, *, skipped: set[str]) -> tuple[dict[str, int], list[str]
         status = summary.status if summary else None
         if status in counts or status == "interrupted":  # a job's process stopped by a signal
             counts[status] = counts.get(status, 0) + 1
-        else:  # no summary, or still "running": the job never finished
+        elif status == "running" and store.job_locked(job.job_dir):
+            # another sweep on the same folder runs it now: its own sweep reports how it ends
+            counts["running elsewhere"] = counts.get("running elsewhere", 0) + 1
+        else:  # no summary, or "running" with no live process: the job never finished
             missing.append(job.name)
     return counts, missing
 
@@ -201,7 +204,14 @@ def run(
 
 
 def parallel_jobs(jobs: str, *, launcher_given: bool) -> int:
-    """``--jobs``: ``auto`` (one per core, unless another launcher is chosen) or N >= 1."""
+    """``--jobs``: ``auto`` (one per core, unless another launcher is chosen) or N >= 1.
+
+    N above the cores this process may use is capped at them, with a note on stderr: each job
+    is a process of its own with at least one thread, so more jobs than cores only share the
+    cores (and memory) and slow every job, and a mistyped ``--jobs 100000`` would start that
+    many worker processes. Capped rather than refused, so that one command line serves a laptop
+    and a large machine alike.
+    """
     from experiments.process import cores
 
     if jobs == "auto":
@@ -215,6 +225,14 @@ def parallel_jobs(jobs: str, *, launcher_given: bool) -> int:
         raise ConfigError(f"--jobs {count} is out of range; expected auto or an integer >= 1")
     if count > 1 and launcher_given:
         raise ConfigError(f"--jobs {count} picks hydra/launcher=joblib; drop one of the two")
+    available = cores()
+    if count > available:
+        typer.echo(
+            f"note: --jobs {count} capped at {available}, the cores this process may use "
+            "(more jobs at once than cores only slows each of them)",
+            err=True,
+        )
+        return available
     return count
 
 

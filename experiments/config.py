@@ -26,6 +26,7 @@ from experiments.tasks import TaskConfig
 
 __all__ = [
     "LOGGER_MODES",
+    "MAX_SEED",
     "BudgetConfig",
     "DivergenceConfig",
     "LoggerConfig",
@@ -40,6 +41,12 @@ __all__ = [
 
 LOGGER_MODES = ("offline", "online", "none")
 """W&B modes: ``offline`` (default, no account needed), ``online``, ``none`` (no W&B at all)."""
+
+MAX_SEED = 2**32 - 1
+"""The largest seed a job accepts: the job seeds NumPy's global generator
+(``keras.utils.set_random_seed`` in :func:`experiments.process.seed_everything`), and
+``np.random.seed`` takes 0 to 2**32 - 1 only (TensorFlow's ``set_seed`` and
+``np.random.default_rng`` take more); a larger seed would pass the plan and fail at job start."""
 
 BudgetConfig = Budget
 """The ``budget`` section: :class:`experiments.stopping.Budget`."""
@@ -177,7 +184,8 @@ class RunConfig:
     """Everything one job needs, typed and validated: the schema of ``conf/config.yaml``.
 
     Attributes:
-      seed: the job's seed (>= 0); every generator in the job derives from it.
+      seed: the job's seed, ``0 <= seed <=`` :data:`MAX_SEED`; every generator in the job derives
+        from it.
       task: the task (``task=<name>``).
       muzero: the job's settings, an instance of the job's schema (``MuZeroConfig``).
       variant: the gradient variant and its placement (``variant=<name>``).
@@ -197,8 +205,11 @@ class RunConfig:
     runtime: RuntimeConfig = dataclasses.field(default_factory=RuntimeConfig)
 
     def __post_init__(self) -> None:
-        if self.seed < 0:
-            raise ConfigError(f"seed={self.seed!r} is out of range; expected an integer >= 0")
+        if not 0 <= self.seed <= MAX_SEED:
+            raise ConfigError(
+                f"seed={self.seed!r} is out of range; expected an integer from 0 to {MAX_SEED} "
+                "(2**32 - 1)"
+            )
         if not isinstance(self.variant, VariantConfig):
             raise ConfigError("missing variant; pick one, e.g. variant=none")
 

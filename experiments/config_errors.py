@@ -92,6 +92,19 @@ def omegaconf_error(err: BaseException) -> ConfigError:
     return ConfigError(f"bad value for {key}: {text}")
 
 
+def _quote_hint(err: BaseException) -> str:
+    """``; quote ...`` when the override that failed holds a character outside ASCII: Hydra's
+    grammar reads an unquoted value as ASCII only, a quoted one as any text."""
+    line = str(getattr(err, "override", None) or "")
+    if line.isascii() or "=" not in line:
+        return ""
+    key, _, value = line.partition("=")
+    return (
+        f"; a value with characters outside ASCII must be quoted for Hydra: "
+        f"""'{key}="{value}"'"""
+    )
+
+
 def composition_error(err: BaseException) -> ConfigError:
     """Any error Hydra raised while composing or parsing overrides, in one line."""
     from hydra.errors import MissingConfigException, OverrideParseException
@@ -108,7 +121,7 @@ def composition_error(err: BaseException) -> ConfigError:
                 return unknown_choice(group, value, cause.options)
             return ConfigError(f"config {cause.missing_cfg_file!r} not found")
         if isinstance(cause, OverrideParseException):
-            return ConfigError(f"cannot parse override: {_first_line(cause)}")
+            return ConfigError(f"cannot parse override: {_first_line(cause)}{_quote_hint(cause)}")
         if isinstance(cause, OmegaConfBaseException) and getattr(cause, "full_key", None):
             return omegaconf_error(cause)
     return ConfigError(f"bad config: {_first_line(err)}")

@@ -27,8 +27,8 @@ import json
 import math
 import os
 import re
+import secrets
 import shutil
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -172,7 +172,7 @@ def write_text_atomic(path: str | Path, text: str) -> None:
     never a half-written one: a temporary file in the same folder, flushed, then renamed."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _new_temp(path)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
@@ -186,6 +186,24 @@ def write_text_atomic(path: str | Path, text: str) -> None:
         Path(tmp).unlink(missing_ok=True)
         raise
     _fsync_dir(path.parent)
+
+
+def _new_temp(path: Path) -> tuple[int, str]:
+    """A new temporary file beside ``path``, open for writing: ``(fd, its path)``.
+
+    Its mode is ``0o666`` less the process's umask, as for any file ``open`` creates (0644 under
+    the usual umask 022, 0664 under a lab's 002): ``tempfile.mkstemp`` would make it 0600, and the
+    rename would carry that mode to ``summary.json`` and ``config.yaml``, unreadable to the other
+    members of a shared results folder.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
+        try:
+            return os.open(tmp, flags, 0o666), str(tmp)
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name beside '{path}'")
 
 
 def _naming(err: OSError, path: Path) -> OSError:
