@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from experiments.config import RunConfig
 from experiments.jobs import store
+from experiments.jobs.identity import utc_now
 from experiments.jobs.job import TrainFn
 from experiments.jobs.summary import Summary, error_line
 from experiments.stopping import DivergenceCheck
@@ -113,7 +114,9 @@ def run_job(
     store.discard_attempt(job_dir)
     store.write_config(job_dir, resolved)
     overrides = {k: v for k, v in overrides.items() if not store.is_bookkeeping(k)}
-    summary = Summary.start(cfg, job=job, overrides=overrides, choices=choices, ablation=ablation)
+    summary = Summary.start(
+        cfg, job=job, overrides=overrides, choices=choices, ablation=ablation, folder=job_dir.parent
+    )
     store.write_summary(job_dir, summary)
     if tracker is None:
         tracker = _tracker(cfg, job_dir, job=job, ablation=ablation, resolved=resolved)
@@ -171,6 +174,7 @@ def run_job(
         steps=steps,
         diverged_step=diverged_step,
         wall_time_s=clock() - t0,
+        ended_at=utc_now(),
         error=error,
         warnings=_warnings(tracker),
     )

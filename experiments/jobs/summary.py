@@ -12,6 +12,12 @@ Schema versions (the ``schema`` key; a file without one is version 1):
 * 1: the fields below, without ``schema`` (every summary written before it was recorded; the
   committed findings).
 * 2: the same fields, with ``schema``.
+* 3: with the run's identity (:mod:`experiments.jobs.identity`): ``config_sha256`` (its resolved
+  config, as an arm is compared), ``started_at`` and ``ended_at`` (UTC, ISO 8601), ``code`` (git
+  commit, dirty flag, the hash of ``experiments/`` and ``conf/``) and, in a study's folder,
+  ``record_sha256`` (of its ``preregistration.json`` when the run started). The arm is
+  ``variant`` with ``variant_params`` (and ``placement``), the seed ``seed``, as before. Files of
+  schemas 1 and 2 read with these as None.
 """
 
 from __future__ import annotations
@@ -21,22 +27,34 @@ import importlib.metadata
 import os
 import platform
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from experiments.errors import ConfigError, unknown_choice
+from experiments.jobs.identity import (
+    CodeIdentity,
+    code_identity,
+    config_fingerprint,
+    file_sha256,
+    flat_config,
+    utc_now,
+)
 
 if TYPE_CHECKING:
     from experiments.config import RunConfig
 
 __all__ = ["SCHEMA", "STATUSES", "Summary", "error_line", "finite_or_none", "library_versions"]
 
-SCHEMA = 2
+SCHEMA = 3
 """The schema version this gradlab writes (and the newest it reads)."""
 
 STATUSES = ("completed", "diverged", "failed", "timeout", "interrupted", "running")
 """Every ``status`` a ``summary.json`` can hold (``interrupted``: stopped by a signal or by its
 sweep's stop, at a step boundary, its rows so far kept; ``running``: being run, or its process
 was killed)."""
+
+RECORD_NAME = "preregistration.json"
+"""A study's record in its folder (:data:`experiments.study.record.RECORD`)."""
 
 _VERSIONED = ("tensorflow", "keras", "numpy", "hydra-core", "omegaconf", "wandb", "gradlab")
 _OBJECTS = ("overrides", "variant_params", "versions", "stability")  # read as {} unless objects
@@ -71,6 +89,13 @@ class Summary:
       stability: the run's stability figures (:func:`experiments.metrics.stability_summary`).
       error: a failed or interrupted job's error, in one line; else None.
       warnings: what went wrong beside the job (e.g. the W&B mirror).
+      config_sha256: the hash of its resolved config (:func:`~experiments.jobs.identity.
+        config_fingerprint`), or None (schema < 3).
+      started_at: when it started, UTC ISO 8601, or None (schema < 3).
+      ended_at: when it ended, UTC ISO 8601, or None (running, or schema < 3).
+      code: the code it ran (:class:`~experiments.jobs.identity.CodeIdentity`), or None.
+      record_sha256: SHA-256 of its folder's ``preregistration.json`` when it started, or None
+        (not in a study's folder, or schema < 3).
       schema: the schema version the file was written with (module docstring).
     """
 
@@ -98,6 +123,11 @@ class Summary:
     stability: dict[str, Any] = dataclasses.field(default_factory=dict)
     error: str | None = None
     warnings: list[str] = dataclasses.field(default_factory=list)
+    config_sha256: str | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+    code: CodeIdentity | None = None
+    record_sha256: str | None = None
     schema: int = SCHEMA
 
     @classmethod
@@ -109,8 +139,11 @@ class Summary:
         overrides: Mapping[str, str],
         choices: Mapping[str, str | None],
         ablation: str | None,
+        folder: str | Path | None = None,
+        code: CodeIdentity | None = None,
     ) -> Summary:
-        """The summary of a job starting now (status ``running``) in this process.
+        """The summary of a job starting now (status ``running``) in this process, with its
+        identity (module docstring, schema 3).
 
         Args:
           cfg: the job's config; its settings (``cfg.muzero``) have ``training_steps`` and
@@ -119,8 +152,14 @@ class Summary:
           overrides: its overrides, bookkeeping keys left out.
           choices: Hydra's config-group choices (``regime``...).
           ablation: the sweep's ablation, or None.
+          folder: the folder holding the job's folder: its ``preregistration.json``, if any,
+            is hashed into ``record_sha256``; None: not looked for.
+          code: the code's identity; None: :func:`~experiments.jobs.identity.code_identity`
+            of this gradlab.
         """
         bounds = cfg.task.return_range
+        record = None if folder is None else Path(folder) / RECORD_NAME
+        record_hash = file_sha256(record.read_bytes()) if record and record.is_file() else None
         return cls(
             status="running",
             job=job,
@@ -140,6 +179,10 @@ class Summary:
             reward_scale=cfg.task.reward_scale,
             pid=os.getpid(),
             versions=library_versions(),
+            config_sha256=config_fingerprint(flat_config(cfg)),
+            started_at=utc_now(),
+            code=code if code is not None else code_identity(),
+            record_sha256=record_hash,
         )
 
     def replace(self, **changes: Any) -> Summary:
@@ -149,6 +192,8 @@ class Summary:
     def to_json(self) -> dict[str, Any]:
         """The summary as ``summary.json`` holds it: ``schema`` first, then the fields in order."""
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        if self.code is not None:
+            fields["code"] = self.code.to_json()
         return {"schema": fields.pop("schema"), **fields}
 
     @classmethod
@@ -183,6 +228,10 @@ class Summary:
         kept.update({k: {} for k in _OBJECTS if not isinstance(kept.get(k, {}), dict)})
         if not isinstance(kept.get("warnings", []), list):
             kept["warnings"] = []
+        kept["code"] = CodeIdentity.from_json(kept.get("code"))
+        for key in ("config_sha256", "started_at", "ended_at", "record_sha256"):
+            if not isinstance(kept.get(key), str):
+                kept[key] = None
         return cls(**{**kept, "schema": schema})
 
 
