@@ -62,15 +62,15 @@ def test_table_default_columns(folder):
     assert _header(result.stdout) == [
         "variant",
         "failed ↓", "failed Δ", "failed p_adj",
-        "unstable ↓", "unstable Δ", "unstable p_adj",
+        "lost after learning ↓", "lost after learning Δ", "lost after learning p_adj",
+        "never learned ↓", "never learned Δ", "never learned p_adj",
         "final return ↑", "final return Δ", "final return p_adj",
         "steps to threshold ↓", "steps to threshold p_adj",
         "grad norm p99 ↓", "grad norm p99 Δ", "grad norm p99 p_adj",
-        "hidden norm K/0", "hidden norm K/0 Δ", "hidden norm K/0 p_adj",
         "excluded",
     ]  # fmt: skip
-    # recomputed from metrics.jsonl: no collapse; none never reaches 0.9 (returns 0.2 t/4 and
-    # 0.4 t/4), sg's 0.9 run does at step 4: failed none 2/2, sg 1/2
+    # recomputed from metrics.jsonl: none never reaches 0.9 (returns 0.2 t/4 and 0.4 t/4): failed
+    # and never learned 2/2, lost after learning 0/2; sg's 0.9 run does at step 4: failed sg 1/2
     lines = result.stdout.splitlines()
     assert "0/2 [0.00, 0.84]" in lines[2] and "2/2 [0.16, 1.00]" in lines[2]
     assert "1/2 [0.01, 0.99]" in lines[3]

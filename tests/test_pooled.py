@@ -117,7 +117,15 @@ def _write(folder, variant, seed, *, unstable, reached, task="catch", threshold=
         "threshold": threshold,
         "training_steps": 100,
         "steps": 100,
-        "stability": {"unstable": int(unstable), "reached_threshold": int(reached)},
+        # an unstable run here diverged (at step 50, before any reach); a reached run held
+        "stability": {
+            "unstable": int(unstable),
+            "diverged": int(unstable),
+            "diverged_step": 50 if unstable else None,
+            "reached_threshold": int(reached),
+            "steps_to_threshold": 10 if reached else None,
+            "final_return": (1.0 if reached else 0.0) if not unstable else None,
+        },
     }
     (job / "summary.json").write_text(json.dumps(summary))
 
@@ -197,7 +205,7 @@ def test_table_from_summary_files(tmp_path):
     assert "maxnorm" in row and "**maxnorm**" not in row
     assert "Holm-adjusted over the 2 variants" in caption and "Breslow-Day" in caption
     assert "Fisher's exact test, Holm-adjusted over the stratum's variants" in caption
-    assert "return threshold (0.9)" in caption
+    assert "competence threshold (0.9)" in caption
 
 
 def test_within_stratum_p_is_gradlab_tables(tmp_path):
@@ -219,10 +227,15 @@ def test_strata_are_tasks_with_their_thresholds_and_settings_within_a_folder(tmp
                        task="cartpole", threshold=475.0)  # fmt: skip
     breakout = _folder(tmp_path, "study_breakout", {"none": (3, 5), "scale_gradient": (2, 5)},
                        task="breakout", threshold=None)  # fmt: skip
-    table, caption = _md([cartpole, breakout])
+    # as Study 3 registered it (failed_v1): the threshold each run recorded, none on MinAtar then
+    table, caption = _md([cartpole, breakout], endpoint="failed_v1")
     header, _ = _rows(table)
     assert header[1:5] == ["cartpole k/n", "cartpole p_adj", "breakout k/n", "breakout p_adj"]
     assert "(cartpole: 475; breakout: no threshold: failed = unstable)" in caption
+    # the outcome endpoint reads the declared threshold (2 x random on MinAtar): these runs have
+    # no curves to recompute a reach from, so breakout's failed is undefined, never guessed
+    _, new_caption = _md([cartpole, breakout], endpoint="failed")
+    assert "(cartpole: 475; breakout: 0.7604)" in new_caption
     # a folder that varies the regime: one stratum per regime, never pooled into one
     main = tmp_path / "main"
     for regime, failed in (("stress", 4), ("tuned", 0)):
@@ -530,7 +543,8 @@ def test_one_informative_stratum_uses_fishers_exact_test_and_excluded_runs_are_n
 def _clip_folder(root, name, task, threshold, counts):
     """counts: variant -> (failed, total); clipnorm's runs carry ``variant.clipnorm``."""
     clip = {"clipnorm": {"variant.clipnorm": threshold}}
-    return _folder(root, name, counts, settings=clip, task=task, threshold=None)
+    # a recorded threshold (any): the runs' reach is read from their summaries, as written
+    return _folder(root, name, counts, settings=clip, task=task, threshold=1.0)
 
 
 def test_by_name_pools_an_arm_whose_setting_differs_per_task(tmp_path):

@@ -162,7 +162,7 @@ def test_caption_names_the_analysis_test_strata_and_confirmatory(tmp_path):
         "*: confirmatory, declared before the runs, tested alone (m=1): "
         "regime=stress, variant=sg on failed",
         "Kaplan–Meier median over every run",
-        "failed: unstable, or never reached the task's return threshold (0.9)",
+        "failed: did not learn and hold: never reached the task's competence threshold (0.9)",
         "α = 0.1",
     ]:
         assert piece in caption, piece

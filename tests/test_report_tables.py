@@ -115,8 +115,8 @@ def test_hand_computed_cells(sweep):
 
 def test_default_metrics():
     assert DEFAULT_METRICS == (
-        "failed", "unstable", "final_return", "steps_to_threshold", "grad_norm_p99",
-        "hidden_norm_growth",
+        "failed", "lost_after_learning", "never_learned", "final_return", "steps_to_threshold",
+        "grad_norm_p99",
     )  # fmt: skip
 
 
@@ -161,45 +161,74 @@ def test_itt_without_a_declared_return_is_one_error(tmp_path):
     assert summarize(results, metrics=["unstable"]).iloc[0]["unstable_n"] == 0  # not asked for
 
 
-def test_failed_counts_a_stable_run_that_never_reached_the_threshold(tmp_path):
-    """failed = unstable or never reached: seed 0 reached and stable (0); seed 1 stable but never
-    reached (1: unstable misses it); seed 2 unstable after reaching (1). 2/3 failed, 1/3
-    unstable."""
+def test_failed_v1_counts_a_stable_run_that_never_reached_the_threshold(tmp_path):
+    """failed_v1 (as Studies 1-3 registered it) = unstable or never reached: seed 0 reached and
+    stable (0); seed 1 stable but never reached (1: unstable misses it); seed 2 unstable after
+    reaching (1). 2/3 failed, 1/3 unstable."""
     verdicts = [(0, 1), (0, 0), (1, 1)]  # (unstable, reached_threshold)
     for seed, (unstable, reached) in enumerate(verdicts):
         _job(tmp_path, f"none-{seed}", status="completed", group={"variant": "none"}, seed=seed,
              stability={"unstable": unstable, "reached_threshold": reached})  # fmt: skip
     results = load_results(tmp_path)
-    assert results.runs["failed"].tolist() == [0.0, 1.0, 1.0]
-    row = summarize(results, metrics=["failed", "unstable"]).iloc[0]
-    assert (row["failed_k"], row["failed_n"]) == (2, 3)
+    assert results.runs["failed_v1"].tolist() == [0.0, 1.0, 1.0]
+    # without the divergence and final-window figures no outcome class is defined: never guessed
+    assert results.runs["failed"].isna().all()
+    row = summarize(results, metrics=["failed_v1", "unstable"]).iloc[0]
+    assert (row["failed_v1_k"], row["failed_v1_n"]) == (2, 3)
     assert (row["unstable_k"], row["unstable_n"]) == (1, 3)
 
 
-def test_failed_without_a_threshold_is_unstable(tmp_path):
+def test_failed_is_not_held_and_splits_into_never_learned_and_lost(tmp_path):
+    """Four runs, threshold 0.9, hand-classified: held; stable, reached at 300, final 0.5 (lost:
+    the collapse rule may miss it, failed_v1 does: 0); diverged at 200 after reaching at 100
+    (diverged after learning); stable, never reached (never learned)."""
+    runs = [
+        dict(diverged=0, diverged_step=None, reached_threshold=1, steps_to_threshold=100,
+             final_return=0.95, unstable=0),
+        dict(diverged=0, diverged_step=None, reached_threshold=1, steps_to_threshold=300,
+             final_return=0.5, unstable=0),
+        dict(diverged=1, diverged_step=200, reached_threshold=1, steps_to_threshold=100,
+             final_return=None, unstable=1),
+        dict(diverged=0, diverged_step=None, reached_threshold=0, steps_to_threshold=None,
+             final_return=0.2, unstable=0),
+    ]  # fmt: skip
+    for seed, stability in enumerate(runs):
+        _job(tmp_path, f"none-{seed}", status="completed", group={"variant": "none"}, seed=seed,
+             stability=stability)  # fmt: skip
+    r = load_results(tmp_path).runs
+    assert r["outcome"].tolist() == ["held", "lost", "diverged_after_learning", "never_learned"]
+    assert r["failed"].tolist() == [0.0, 1.0, 1.0, 1.0]
+    assert r["lost_after_learning"].tolist() == [0.0, 1.0, 1.0, 0.0]
+    assert r["never_learned"].tolist() == [0.0, 0.0, 0.0, 1.0]
+    assert r["failed_v1"].tolist() == [0.0, 0.0, 1.0, 1.0]
+    row = summarize(load_results(tmp_path), metrics=["failed", "lost_after_learning"]).iloc[0]
+    assert (row["failed_k"], row["lost_after_learning_k"], row["failed_n"]) == (3, 2, 4)
+
+
+def test_failed_v1_without_a_threshold_is_unstable(tmp_path):
     _job(tmp_path, "a", status="completed", group={}, seed=0, threshold=None,
          stability={"unstable": 0, "reached_threshold": 0})  # fmt: skip
     _job(tmp_path, "b", status="completed", group={}, seed=1, threshold=None,
          stability={"unstable": 1, "reached_threshold": 0})  # fmt: skip
     _job(tmp_path, "c", status="completed", group={}, seed=2, threshold=None,
          stability={"unstable": None, "reached_threshold": 0})  # fmt: skip
-    failed = load_results(tmp_path).runs["failed"].tolist()
+    failed = load_results(tmp_path).runs["failed_v1"].tolist()
     # nothing to reach: a stable run has not failed, an unstable one has, an unknown one is NaN
     assert failed[:2] == [0.0, 1.0] and math.isnan(failed[2])
 
 
-def test_caption_says_failed_is_unstable_without_a_threshold(tmp_path):
+def test_caption_says_failed_v1_is_unstable_without_a_threshold(tmp_path):
     from experiments.report.render import render
 
     for seed, unstable in enumerate([0, 1, 0, 1]):
         variant = "none" if seed < 2 else "sg"
         _job(tmp_path, f"{variant}-{seed}", status="completed", group={"variant": variant},
              seed=seed, threshold=None, stability={"unstable": unstable})  # fmt: skip
-    table = summarize(load_results(tmp_path), metrics=["failed"], n_resamples=99)
-    assert table.attrs["no_threshold"] and table.attrs["threshold"] is None
-    assert list(table["failed_k"]) == [1, 1] and list(table["failed_n"]) == [2, 2]
+    table = summarize(load_results(tmp_path), metrics=["failed_v1"], n_resamples=99)
+    assert table.attrs["no_threshold_recorded"] and table.attrs["threshold_recorded"] is None
+    assert list(table["failed_v1_k"]) == [1, 1] and list(table["failed_v1_n"]) == [2, 2]
     caption = render(table, fmt="md").strip().splitlines()[-1]
-    assert "failed: unstable (the task has no return threshold)." in caption
+    assert "(the runs recorded no threshold)." in caption
     assert "never reached" not in caption
 
 

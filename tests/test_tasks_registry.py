@@ -127,7 +127,10 @@ def test_thresholds_and_ranges_are_the_configs():
     assert (cartpole.threshold, cartpole.return_range) == (475.0, (0.0, 500.0))
     assert TaskConfig().threshold == 0.9 and TaskConfig(reward_scale=2.0).threshold == 1.8
     breakout = TaskConfig(name="minatar", id="breakout")
-    assert math.isnan(breakout.threshold) and breakout.return_range is None
+    # MinAtar: 2 x the random policy's mean return (declared 2026-11-27), scaled like rewards
+    assert breakout.threshold == pytest.approx(2 * 0.3802) and breakout.return_range is None
+    scaled = TaskConfig(name="minatar", id="breakout", reward_scale=10.0)
+    assert scaled.threshold == pytest.approx(7.604)
     assert breakout.max_abs_reward == 1.0
     assert TaskConfig(name="minatar", id="asterix").max_abs_reward is None
 

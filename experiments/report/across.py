@@ -138,11 +138,14 @@ class Across:
         return METRICS[self.endpoint].rate
 
 
-def _threshold_words(runs: pd.DataFrame) -> str:
-    """A stratum's threshold for the caption: ``475``, or none (failed = unstable)."""
-    values = sorted({float(v) for v in runs["threshold"].dropna()})
+def _threshold_words(runs: pd.DataFrame, endpoint: str) -> str:
+    """A stratum's threshold for the caption: ``475``, or none. ``failed_v1`` reads the threshold
+    the runs recorded (none on MinAtar before 2026-11-27: failed = unstable); every other endpoint
+    the declared one (:mod:`experiments.report.endpoints`)."""
+    column = "threshold_recorded" if endpoint == "failed_v1" else "threshold"
+    values = sorted({float(v) for v in runs[column].dropna()})
     if not values:
-        return "no threshold: failed = unstable"
+        return "no threshold: failed = unstable" if endpoint == "failed_v1" else "no threshold"
     return ", ".join(f"{v:g}" for v in values)
 
 
@@ -244,7 +247,7 @@ def across_table(
                     "stratum is one task: give one folder per task"
                 )
             task = tasks[0] if tasks else ""
-            strata.append(Column(label, str(folder), task, _threshold_words(members)))
+            strata.append(Column(label, str(folder), task, _threshold_words(members, endpoint)))
             for _, row in rows.iterrows():
                 arm = _arm(str(row[key]), label, settings) if by_name else str(row[key])
                 if row["is_baseline"] and arm != str(row[key]):

@@ -20,6 +20,7 @@ import pandas as pd
 
 from experiments.errors import unknown_choice
 from experiments.report.across import Across
+from experiments.report.endpoints import MEANING
 from experiments.report.markup import latex_stack, latex_text, markdown_table
 from experiments.report.pooled import PooledContrast
 from experiments.report.pooled_ranks import RankContrast
@@ -117,11 +118,10 @@ def across_caption(t: Across) -> str:
     arms_word = "variant" if n_arms == 1 else "variants"
     declared = "" if t.primary is None else f" other than {t.primary}"
     holm = f"Holm-adjusted over the {n_arms} {arms_word}{declared}" if n_arms else "unadjusted"
-    meaning = (
-        f"failed: unstable, or never reached the task's return threshold ({_thresholds(t)}). "
-        if t.endpoint == "failed"
-        else ""
-    )
+    meaning = ""
+    if t.endpoint in MEANING:
+        words = f" ({_thresholds(t)})"
+        meaning = f"{t.endpoint}: {MEANING[t.endpoint].format(threshold=words)}. "
     left_out = [
         f"{variant} in {label}" for variant, p in t.pooled.items() for label in p.contrast.left_out
     ]

@@ -13,13 +13,13 @@ from collections import Counter
 import pandas as pd
 
 from experiments.metrics import COLLAPSE_FRACTION
+from experiments.report.endpoints import MEANING
 from experiments.report.tables import METRICS
 
 __all__ = ["table_caption"]
 
 STAT_LABEL = {"mean": "mean", "iqm": "IQM", "median": "median"}
 _RATE_MEANING = {
-    "failed": "unstable, or never reached the task's return threshold{threshold}",
     "unstable": "diverged, or collapsed (final-window return fell "
     f"≥ {COLLAPSE_FRACTION:.0%} of the return range below the run's best window)",
     "diverged": "stopped by the divergence rule (non-finite or exploding loss)",
@@ -49,12 +49,18 @@ def _cells(table: pd.DataFrame, where: str) -> list[str]:
     level = f"{round(100 * a['confidence'])}%"
     kinds = {METRICS[m].kind for m in a["metrics"]}
     threshold = f" ({a['threshold']:g})" if a.get("threshold") is not None else ""
+    recorded = a.get("threshold_recorded")
+    recorded = f" ({recorded:g})" if recorded is not None else ""
     parts = []
     for name in a["metrics"]:
         if METRICS[name].rate:
-            meaning = _RATE_MEANING[name].format(threshold=threshold)
-            if name == "failed" and a.get("no_threshold"):
-                meaning = "unstable (the task has no return threshold)"
+            words = recorded if name == "failed_v1" else threshold
+            meaning = {**MEANING, **_RATE_MEANING}[name].format(threshold=words)
+            if name == "failed_v1" and a.get("no_threshold_recorded"):
+                meaning = (
+                    "the definition Studies 1-3 registered: unstable (the runs recorded no "
+                    "threshold)"
+                )
             parts.append(f"{METRICS[name].label}: {meaning}.")
     if "rate" in kinds:
         parts.append(f"Rates: k of n runs, exact Clopper–Pearson {level} CI {where}.")

@@ -9,7 +9,8 @@ The runs of the design are those whose status is in
 (intention to treat). A crashed, timed-out or unfinished run is not a run of the design: it is
 counted in ``excluded``, never averaged. Per metric, a row holds:
 
-* a **rate** (``failed``, ``unstable``, ``diverged``, ``collapsed``, ``reached_threshold``: 0/1
+* a **rate** (``failed``, ``lost_after_learning``, ``never_learned``, ``learned``, ``failed_v1``,
+  ``unstable``, ``diverged``, ``collapsed``, ``reached_threshold``: 0/1
   per run): ``k`` of ``n`` runs (a run where the verdict is undefined is left out of n) with the
   exact Clopper-Pearson interval;
 * **steps to threshold**, a time to an event (:mod:`experiments.report.survival`): the
@@ -101,6 +102,10 @@ class Metric:
 
 METRICS = {
     "failed": Metric(("failed", ""), False, kind="rate"),
+    "lost_after_learning": Metric(("lost after", "learning"), False, kind="rate"),
+    "never_learned": Metric(("never", "learned"), False, kind="rate"),
+    "learned": Metric(("learned", ""), True, kind="rate"),
+    "failed_v1": Metric(("failed", "(v1)"), False, kind="rate"),
     "unstable": Metric(("unstable", ""), False, kind="rate"),
     "diverged": Metric(("diverged", ""), False, kind="rate"),
     "collapsed": Metric(("collapsed", ""), False, kind="rate"),
@@ -126,11 +131,11 @@ METRICS = {
 
 DEFAULT_METRICS = (
     "failed",
-    "unstable",
+    "lost_after_learning",
+    "never_learned",
     "final_return",
     "steps_to_threshold",
     "grad_norm_p99",
-    "hidden_norm_growth",
 )
 
 
@@ -399,6 +404,7 @@ def summarize(
         }  # fmt: skip
     constants = _constants(results)
     thresholds = runs["threshold"].dropna().unique()
+    recorded = runs["threshold_recorded"].dropna().unique()
     table.attrs.update(
         metrics=list(metrics),
         stat=stat,
@@ -419,5 +425,7 @@ def summarize(
         excluded=status_note(runs["status"]),
         threshold=float(thresholds[0]) if len(thresholds) == 1 else None,
         no_threshold=len(thresholds) == 0,
+        threshold_recorded=float(recorded[0]) if len(recorded) == 1 else None,
+        no_threshold_recorded=len(recorded) == 0,
     )
     return table

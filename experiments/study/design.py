@@ -19,7 +19,15 @@ from experiments.errors import ConfigError, unknown_choice
 __all__ = ["ENDPOINTS", "RATE_TESTS", "Arm", "Primary", "Study", "load_study", "study_names"]
 
 RATE_TESTS = ("fisher", "barnard")
-ENDPOINTS = ("failed", "unstable", "diverged", "collapsed")
+ENDPOINTS = (
+    "failed",
+    "lost_after_learning",
+    "never_learned",
+    "failed_v1",
+    "unstable",
+    "diverged",
+    "collapsed",
+)
 """Rate endpoints a primary contrast may use (0/1 per run, every run counted)."""
 
 
