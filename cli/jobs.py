@@ -140,11 +140,13 @@ def _launch(overrides: list[str], *, planned: list, conf: Path, job, multirun: b
 
 def _check_study(planned: list, conf: Path) -> None:
     """A sweep into a pre-registered study's folder refuses a design that no longer matches its
-    record (one line, exit 2); notes on settings added since are printed."""
+    record, a pinned file changed since, and any job outside the design (a seed, an arm, a
+    setting): one line, exit 2; notes on settings added since are printed."""
     from experiments.study.record import check_folder
 
     for folder in sorted({j.job_dir.parent for j in planned}):
-        for note in check_folder(folder, config_dir=conf):
+        jobs = [j.overrides for j in planned if j.job_dir.parent == folder]
+        for note in check_folder(folder, config_dir=conf, jobs=jobs):
             typer.echo(f"note: {note}")
 
 

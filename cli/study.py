@@ -1,9 +1,11 @@
-"""`gradlab study plan|register|run NAME`: a pre-registered study, from its design to its runs.
+"""`gradlab study plan|register|run|audit NAME`: a pre-registered study, from its design to its
+runs and its audit.
 
 The design is `conf/study/NAME.yaml` (docs/studies.md). `register` pins it in the results folder
 before any run; `run` refuses a design that differs from its record, then sweeps the arms one
 after another (the primary contrast's arms first) with `gradlab sweep`, which resumes: the same
-command after a stop runs only what is missing.
+command after a stop runs only what is missing. `audit` checks that the folder is exactly what
+was registered (experiments/study/audit.py).
 """
 
 from __future__ import annotations
@@ -153,6 +155,46 @@ def register(
     study, conf = _load(name)
     path = write(study, config_dir=conf, results_dir=results_dir)
     typer.echo(f"registered {name}: {path}")
+
+
+@app.command("audit")
+@guarded
+def audit(
+    target: Annotated[
+        str,
+        typer.Argument(
+            help="A study of conf/study/ (its folder under --results-dir) or a "
+            "study's results folder."
+        ),
+    ],
+    results_dir: Annotated[Path, _RESULTS] = Path("results"),
+) -> None:
+    """Is a study's folder exactly what was registered? A CONSORT-style flow per arm
+    (registered -> started -> completed / diverged / crashed / missing -> analysed), then one
+    line per check: the record unedited, every run under the record's hash and started after
+    registration, the record committed before the runs and never changed (git), every run's
+    config its arm's, one code identity, no run outside the registered job set. What cannot be
+    checked (runs older than run identities) is said. Exit 1 on a breach.
+
+    Examples:
+
+      gradlab study audit catch_stress --results-dir results/findings
+
+      gradlab study audit results/findings/study_catch_stress
+    """
+    from experiments.hydra_app import CONF_DIR
+    from experiments.study.audit import audit as run_audit
+    from experiments.study.record import study_folder
+
+    folder = Path(target)
+    if not folder.is_dir():
+        study, _ = _load(target)
+        folder = study_folder(study, results_dir)
+    result = run_audit(folder, config_dir=CONF_DIR)
+    for line in result.lines():
+        typer.echo(line)
+    if result.breaches:
+        raise typer.Exit(1)
 
 
 def _sweep(args: list[str]) -> int:

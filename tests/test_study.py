@@ -225,14 +225,23 @@ def test_manual_grid_helper_is_symmetric():
     assert np.allclose(grid, grid.T)
 
 
-def _summaries(folder: Path, variant: str, unstable: list[int]) -> None:
+def _summaries(folder: Path, variant: str, unstable: list[int], **fields) -> None:
+    """Summaries as a study's sweep writes them (its overrides, its folder's name), with
+    ``fields`` (e.g. ``started_at``) added."""
     for seed, u in enumerate(unstable, start=1000):
         job = folder / f"regime=stress__task=catch__variant={variant}__seed={seed}"
         job.mkdir(parents=True)
         summary = {
+            **fields,
             "status": "completed",
             "job": job.name,
             "ablation": "study_catch_stress",
+            "overrides": {
+                "task": "catch",
+                "regime": "stress",
+                "seed": str(seed),
+                "variant": variant,
+            },  # fmt: skip
             "group": {"regime": "stress", "task": "catch", "variant": variant},
             "seed": seed,
             "task": "catch",
@@ -249,30 +258,41 @@ def _summaries(folder: Path, variant: str, unstable: list[int]) -> None:
 
 def test_the_table_of_a_study_folder_tests_its_primary_contrast_alone(conf, tmp_path):
     results = tmp_path / "results"
+    _edit(conf, "endpoint: failed", "endpoint: unstable")  # a rate whose definition is fixed
     study = load_study("catch_stress", conf)
     folder = register(study, config_dir=conf, results_dir=results).parent
-    # failed = unstable here (every run reached 0.9): none 6/6, scale_gradient 0/6, maxnorm 0/6.
+    # unstable: none 6/6, scale_gradient 0/6, maxnorm 0/6.
     _summaries(folder, "none", [1] * 6)
     _summaries(folder, "scale_gradient", [0] * 6)
     _summaries(folder, "maxnorm", [0] * 6)
     runner = CliRunner()
-    declared = runner.invoke(app, ["table", str(folder), "-m", "failed", "-f", "json"])
+    declared = runner.invoke(app, ["table", str(folder), "-m", "unstable", "-f", "json"])
     assert declared.exit_code == 0, declared.output
     rows = {r["variant"]: r for r in json.loads(declared.stdout)["rows"]}
     # Fisher two-sided, 0/6 vs 6/6: p = 2 / C(12, 6) = 2/924. The primary contrast alone keeps
     # it (m = 1); maxnorm is exploratory, alone in its Holm family too (m = 1): the same p.
-    assert rows["scale_gradient"]["failed_p_adjusted"] == pytest.approx(2 / 924)
-    assert rows["scale_gradient"]["failed_confirmatory"] is True
-    assert rows["maxnorm"]["failed_confirmatory"] is False
-    other = runner.invoke(app, ["table", str(folder), "-m", "failed", "--rate-test", "barnard"])
+    assert rows["scale_gradient"]["unstable_p_adjusted"] == pytest.approx(2 / 924)
+    assert rows["scale_gradient"]["unstable_confirmatory"] is True
+    assert rows["maxnorm"]["unstable_confirmatory"] is False
+    other = runner.invoke(app, ["table", str(folder), "-m", "unstable", "--rate-test", "barnard"])
     assert other.exit_code == 0
     assert "not study catch_stress's registered analysis" in other.stderr
-    without = runner.invoke(app, ["table", str(folder), "-m", "unstable"])
+    without = runner.invoke(app, ["table", str(folder), "-m", "diverged"])
     assert without.exit_code == 0 and "confirmatory" not in without.stdout, without.output
     marked = re.compile(r"\d\*\s*\|")  # a p cell marked confirmatory: "0.00216* |"
     assert not marked.search(other.stdout)
     assert "confirmatory" not in other.stdout.split("\n\n")[1]
-    assert marked.search(runner.invoke(app, ["table", str(folder), "-m", "failed"]).stdout)
+    assert marked.search(runner.invoke(app, ["table", str(folder), "-m", "unstable"]).stdout)
+    # the record edited after the runs (its alpha): the audit fails and the * is dropped
+    path = folder / RECORD
+    record = json.loads(path.read_text())
+    record["design"]["primary"]["alpha"] = 0.1
+    path.write_text(json.dumps(record))
+    edited = runner.invoke(app, ["table", str(folder), "-m", "unstable"])
+    assert edited.exit_code == 0 and not marked.search(edited.stdout), edited.output
+    assert "study catch_stress's audit fails (record): no contrast is confirmatory" in (
+        edited.stderr
+    )
 
 
 def test_a_sweep_into_a_study_folder_refuses_a_changed_design(conf, tmp_path):

@@ -4,7 +4,13 @@ A folder holding ``preregistration.json`` is a study's: its primary contrast (th
 against the baseline on the primary endpoint) is confirmatory, tested alone (m = 1) with the
 declared test and alpha; everything else in the table is exploratory. A table asked for with
 another analysis, test, alpha or baseline is a sensitivity analysis: it declares nothing
-confirmatory.
+confirmatory. Neither does a folder whose audit (:mod:`experiments.study.audit`) finds a breach:
+its note says which checks failed.
+
+Endpoint versions: a record holds ``endpoints`` (:data:`~experiments.study.record.
+ENDPOINTS_VERSION`); one without it was registered under version 1, where ``failed`` meant what
+is now ``failed_v1`` (unstable, or never reached the threshold). Its declared endpoint is then
+``failed_v1``, and :attr:`Declared.registered_as` keeps the word the record used.
 """
 
 from __future__ import annotations
@@ -15,13 +21,30 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from experiments.errors import ConfigError
-from experiments.study.record import RECORD
+from experiments.study.record import ENDPOINTS_VERSION, RECORD
 
-__all__ = ["Declared", "declared_analysis", "registered_contrast"]
+__all__ = ["Declared", "declared_analysis", "declared_endpoint", "registered_contrast"]
+
+_RENAMED_V1 = {"failed": "failed_v1"}
+"""Endpoint names of version 1 whose meaning moved to another name in version 2."""
 
 
 @dataclasses.dataclass(frozen=True)
 class Declared:
+    """A study's registered primary analysis.
+
+    Attributes:
+      study: the study's name.
+      arm: the primary arm (a variant).
+      endpoint: the endpoint's name today (``failed_v1`` for a version-1 ``failed``).
+      rate_test: the declared test.
+      alpha: the declared alpha.
+      baseline: the baseline arm.
+      analysis: the analysis (``independent``).
+      registered_as: the endpoint's name in the record (equal to ``endpoint`` unless renamed).
+      endpoints_version: the record's endpoints version (1 when it has none).
+    """
+
     study: str
     arm: str
     endpoint: str
@@ -29,6 +52,21 @@ class Declared:
     alpha: float
     baseline: str = "none"
     analysis: str = "independent"
+    registered_as: str = ""
+    endpoints_version: int = ENDPOINTS_VERSION
+    margin: float | None = None  # the primary endpoint's equivalence margin, if declared
+    margin_reason: str | None = None
+
+    @property
+    def renamed(self) -> str | None:
+        """A caption's words for a renamed endpoint, e.g. "registered as `failed` (endpoints
+        version 1), today's `failed_v1`"; None when not renamed."""
+        if not self.registered_as or self.registered_as == self.endpoint:
+            return None
+        return (
+            f"registered as `{self.registered_as}` (endpoints version {self.endpoints_version}), "
+            f"today's `{self.endpoint}`"
+        )
 
     def matches(
         self, *, analysis: str, rate_test: str, alpha: float, baseline: str | None = None
@@ -55,18 +93,29 @@ def declared_analysis(folder: str | Path) -> Declared | None:
     if not path.is_file():
         return None
     try:
-        design = json.loads(path.read_text(encoding="utf-8"))["design"]
+        record = json.loads(path.read_text(encoding="utf-8"))
+        design = record["design"]
         primary = design["primary"]
+        version = int(record.get("endpoints", 1))
         return Declared(
             study=str(design["name"]),
             arm=str(primary["arm"]),
-            endpoint=str(primary["endpoint"]),
+            endpoint=declared_endpoint(str(primary["endpoint"]), version),
             rate_test=str(primary["test"]),
             alpha=float(primary["alpha"]),
             baseline=str(design.get("baseline", "none")),
+            registered_as=str(primary["endpoint"]),
+            endpoints_version=version,
+            margin=None if primary.get("margin") is None else float(primary["margin"]),
+            margin_reason=primary.get("margin_reason"),
         )
-    except (json.JSONDecodeError, KeyError, TypeError):
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError):
         raise ConfigError(f"corrupt pre-registration record {str(path)!r}") from None
+
+
+def declared_endpoint(name: str, version: int) -> str:
+    """Today's name of an endpoint a record of ``version`` registered as ``name``."""
+    return _RENAMED_V1.get(name, name) if version < 2 else name
 
 
 def registered_contrast(
@@ -89,6 +138,16 @@ def registered_contrast(
     declared = declared_analysis(folder)
     if declared is None or declared.endpoint not in endpoints:
         return None, None, None
+    breaches = _audit_breaches(folder)
+    if breaches:
+        return (
+            None,
+            None,
+            (
+                f"note: study {declared.study}'s audit fails ({', '.join(breaches)}): no "
+                f"contrast is confirmatory (see gradlab study audit {folder})"
+            ),
+        )
     if declared.matches(analysis=analysis, rate_test=rate_test, alpha=alpha, baseline=baseline):
         return declared.confirmatory, declared, None
     note = (
@@ -97,3 +156,11 @@ def registered_contrast(
         "contrast is exploratory"
     )
     return None, None, note
+
+
+def _audit_breaches(folder: str | Path) -> list[str]:
+    """The names of the failed checks of the folder's audit, against this gradlab's conf/."""
+    from experiments.jobs.identity import package_root
+    from experiments.study.audit import audit
+
+    return [c.name for c in audit(folder, config_dir=package_root() / "conf").breaches]

@@ -3,34 +3,56 @@
 :func:`register` writes ``<results_dir>/<ablation>/preregistration.json`` holding the study file
 as written and as parsed, the text of every config file it names, each arm's resolved run config
 (Hydra's composition, as :class:`~experiments.config.RunConfig`, without ``runtime`` and the
-seed), the planned power, the git commit and the time. It refuses a folder that already holds a
-run (registration comes first) and never overwrites a record.
+seed), the planned power, the code's identity (``code``: git commit, dirty flag, the SHA-256 of
+``experiments/`` and ``conf/``; :mod:`experiments.jobs.identity`), the endpoints' definitions'
+version (``endpoints``: :data:`ENDPOINTS_VERSION`) and the time. It refuses a folder that already
+holds a run (registration comes first), a tree with uncommitted changes in the paths that define
+a run (:data:`~experiments.jobs.identity.PINNED_PATHS`; a tree without git is registered with
+``commit`` None), and never overwrites a record.
 
 :func:`check` compares the current design with the record before any arm runs: the study file
-must parse to the same design, and every registered key of every arm's config must hold the same
-value. Keys added to the config since (a new setting whose default keeps the old behaviour) are
-returned as notes, not refused: the table's replication check covers them.
+must parse to the same design, every registered key of every arm's config must hold the same
+value, and every pinned file (the study file, the ablation preset, the regime, the task, the
+MuZero defaults, config.yaml) must hash as pinned; a file whose text changed but whose YAML
+parses to the same value (a comment) is a note. Keys added to the config since (a new setting
+whose default keeps the old behaviour) are returned as notes, not refused: the table's
+replication check covers them. :func:`check_jobs` refuses a job outside the design: a seed out of
+its range, a variant that is none of its arms, or a setting an arm does not register.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import hashlib
 import json
 import os
-import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
 
 from experiments.errors import ConfigError
-from experiments.study.design import Study
+from experiments.jobs.identity import code_identity, dirty_paths, file_sha256, flat_config
+from experiments.study.design import Arm, Study
 from experiments.study.power import fisher_power
 
-__all__ = ["RECORD", "check", "read_record", "record_path", "register", "study_folder"]
+__all__ = [
+    "ENDPOINTS_VERSION",
+    "RECORD",
+    "check",
+    "check_folder",
+    "check_jobs",
+    "read_record",
+    "record_path",
+    "register",
+    "study_folder",
+]
 
 RECORD = "preregistration.json"
+ENDPOINTS_VERSION = 2
+"""The endpoints' definitions a record is registered with: 2 is ``failed`` = not held
+(:mod:`experiments.outcome`); a record without the key was registered with version 1, whose
+``failed`` is today's ``failed_v1`` (unstable, or never reached the threshold)."""
 
 
 def study_folder(study: Study, results_dir: str | Path) -> Path:
@@ -53,15 +75,6 @@ def _files(study: Study, config_dir: Path) -> dict[str, str]:
     return {n: (config_dir / n).read_text(encoding="utf-8") for n in names}
 
 
-def _flatten(value: object, prefix: str = "") -> dict[str, object]:
-    if isinstance(value, dict):
-        out: dict[str, object] = {}
-        for key, item in value.items():
-            out.update(_flatten(item, f"{prefix}{key}."))
-        return out
-    return {prefix[:-1]: value}
-
-
 def arm_configs(study: Study, config_dir: Path) -> dict[str, dict[str, object]]:
     """Each arm's resolved run config (first seed; seed and runtime left out), flat keys."""
     from experiments.config import register_schema, to_run_config
@@ -79,30 +92,17 @@ def arm_configs(study: Study, config_dir: Path) -> dict[str, dict[str, object]]:
             *study.overrides,
             f"seed={study.seeds.start}",
         ]
-        run = to_run_config(compose(config_dir, overrides))
-        flat = _flatten(json.loads(json.dumps(dataclasses.asdict(run))))  # as stored
-        out[arm.label] = {
-            k: v
-            for k, v in flat.items()
-            if not k.startswith(("runtime.", "logger.")) and k != "seed"
-        }
+        out[arm.label] = flat_config(to_run_config(compose(config_dir, overrides)))  # as stored
     return out
-
-
-def _git(config_dir: Path) -> dict[str, object]:
-    def run(*args: str) -> str:
-        done = subprocess.run(
-            ["git", *args], cwd=config_dir, capture_output=True, text=True, check=False
-        )
-        return done.stdout.strip()
-
-    return {"commit": run("rev-parse", "HEAD") or None, "dirty": bool(run("status", "--short"))}
 
 
 def _design(study: Study) -> dict[str, object]:
     d = dataclasses.asdict(study)
     d["seeds"] = [study.seeds.start, study.seeds.stop]
     d["calibration_seeds"] = [study.calibration_seeds.start, study.calibration_seeds.stop]
+    for key in ("margin", "margin_reason"):  # records written before margins existed
+        if d["primary"].get(key) is None:
+            d["primary"].pop(key, None)
     return json.loads(json.dumps(d))
 
 
@@ -116,9 +116,31 @@ def read_record(study: Study, results_dir: str | Path) -> dict | None:
         raise ConfigError(f"corrupt pre-registration record {str(path)!r}") from None
 
 
-def register(study: Study, *, config_dir: str | Path, results_dir: str | Path) -> Path:
-    """Writes the record; refuses a folder with runs and an existing record."""
+def register(
+    study: Study,
+    *,
+    config_dir: str | Path,
+    results_dir: str | Path,
+    code_root: str | Path | None = None,
+) -> Path:
+    """Writes the record; refuses a folder with runs, an existing record and a dirty tree.
+
+    Args:
+      study: the design.
+      config_dir: the config folder (``conf/``).
+      results_dir: the results root; the record goes to ``results_dir/<ablation>/``.
+      code_root: the folder holding ``experiments/`` and ``conf/`` whose identity is pinned;
+        default the parent of ``config_dir``.
+    """
     config_dir = Path(config_dir).resolve()
+    root = Path(code_root) if code_root is not None else config_dir.parent
+    dirty = dirty_paths(root)
+    if dirty:
+        shown = ", ".join(dirty[:5]) + (f" (+{len(dirty) - 5} more)" if len(dirty) > 5 else "")
+        raise ConfigError(
+            f"the tree {str(root)!r} has uncommitted changes in {shown}; commit them first: a "
+            "study is registered from committed code"
+        )
     folder = study_folder(study, results_dir)
     path = folder / RECORD
     if path.exists():
@@ -143,14 +165,17 @@ def register(study: Study, *, config_dir: str | Path, results_dir: str | Path) -
         )
     files = _files(study, config_dir)
     configs = arm_configs(study, config_dir)
+    code = code_identity(root)
     record = {
         "study": study.name,
         "registered_at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "git": _git(config_dir),
+        "endpoints": ENDPOINTS_VERSION,
+        "git": {"commit": code.commit, "dirty": code.dirty},
+        "code": code.to_json(),
         "design": _design(study),
         "planned_power": power,
         "files": files,
-        "files_sha256": {n: hashlib.sha256(t.encode()).hexdigest() for n, t in files.items()},
+        "files_sha256": {n: file_sha256(t) for n, t in files.items()},
         "arm_configs": configs,
     }
     folder.mkdir(parents=True, exist_ok=True)
@@ -189,16 +214,127 @@ def check(study: Study, *, config_dir: str | Path, results_dir: str | Path) -> l
         added = sorted(set(current) - set(registered))
         if added:
             notes.append(f"arm {arm!r}: settings added since registration: {', '.join(added)}")
+    notes.extend(check_pinned(record, config_dir=Path(config_dir), where=study.name))
     return notes
+
+
+def check_pinned(record: dict, *, config_dir: Path, where: str) -> list[str]:
+    """Refuses a pinned file whose text no longer hashes as its record pins it (the preset
+    included), unless its YAML still parses to the same value (a comment or layout change: a
+    note). Also refuses a record whose stored file texts do not hash to its pinned hashes."""
+    notes = []
+    check_stored(record, where=where)
+    for name, sha in sorted(record["files_sha256"].items()):
+        text = record["files"][name]
+        path = config_dir / name
+        if not path.is_file():
+            raise ConfigError(f"pinned file conf/{name} of study {where!r} no longer exists")
+        now = path.read_text(encoding="utf-8")
+        if file_sha256(now) == sha:
+            continue
+        if _same_yaml(text, now):
+            notes.append(f"conf/{name} differs from its pinned text in comments or layout only")
+            continue
+        raise ConfigError(
+            f"pinned file conf/{name} of study {where!r} has changed since registration (sha256 "
+            f"{sha[:12]}... registered, {file_sha256(now)[:12]}... now); a registered study runs "
+            "its pinned files only"
+        )
+    return notes
+
+
+def check_stored(record: dict, *, where: str) -> None:
+    """Refuses a record whose stored file texts do not hash to its pinned hashes (an edit)."""
+    pinned = record.get("files_sha256")
+    texts = record.get("files")
+    if not isinstance(pinned, dict) or not isinstance(texts, dict) or not pinned:
+        raise ConfigError(f"pre-registration record of study {where!r} pins no files")
+    for name, sha in sorted(pinned.items()):
+        text = texts.get(name)
+        if not isinstance(text, str) or file_sha256(text) != sha:
+            raise ConfigError(
+                f"pre-registration record of study {where!r}: the stored text of {name} does not "
+                f"hash to its pinned sha256 {str(sha)[:12]}...: the record was edited"
+            )
+
+
+def _same_yaml(a: str, b: str) -> bool:
+    try:
+        return yaml.safe_load(a) == yaml.safe_load(b)
+    except yaml.YAMLError:
+        return False
+
+
+def _settings(overrides: Sequence[str]) -> dict[str, str]:
+    """A job's overrides as ``key -> value`` (the last of a key wins), bookkeeping keys
+    (``ablation``, ``logger``, ``runtime``, ``hydra``) left out: they never change a number."""
+    from experiments.jobs.store import is_bookkeeping
+
+    out = {}
+    for item in overrides:
+        key, _, value = item.partition("=")
+        if not is_bookkeeping(key):
+            out[key] = value
+    return out
+
+
+def _arm_settings(study: Study, arm: Arm) -> dict[str, str]:
+    return _settings(
+        [f"task={study.task}", f"regime={study.regime}", f"variant={arm.variant}",
+         *arm.overrides, *study.overrides]
+    )  # fmt: skip
+
+
+def check_jobs(study: Study, jobs: Sequence[Sequence[str]]) -> None:
+    """Refuses the first job outside the study's design, in one line naming it.
+
+    Args:
+      study: the registered design.
+      jobs: each job's overrides (``key=value``), as planned.
+
+    Raises:
+      ConfigError: a seed outside ``study.seeds``, a variant that is none of the arms, or a
+        setting (an override that changes numbers) that the job's arm does not register.
+    """
+    seeds = f"{study.seeds.start}-{study.seeds.stop - 1}"
+    arms = {a.variant: a for a in study.arms}
+    for overrides in jobs:
+        settings = _settings(overrides)
+        seed = settings.pop("seed", None)
+        if seed is None or not seed.lstrip("-").isdigit() or int(seed) not in study.seeds:
+            raise ConfigError(
+                f"seed={seed} is outside the design of study {study.name} (seeds {seeds}); a "
+                "registered study runs its registered seeds only"
+            )
+        variant = settings.get("variant")
+        if variant not in arms:
+            raise ConfigError(
+                f"variant={variant} is not an arm of study {study.name!r} (arms: "
+                f"{', '.join(arms)}); a registered study runs its registered arms only"
+            )
+        want = _arm_settings(study, arms[variant])
+        for key in sorted(set(settings) | set(want)):
+            if settings.get(key) != want.get(key):
+                got = f"{key}={settings[key]}" if key in settings else f"no {key}={want[key]}"
+                expected = f"{key}={want[key]}" if key in want else f"no {key}"
+                raise ConfigError(
+                    f"{got} is outside the design of study {study.name} (arm "
+                    f"{arms[variant].label!r} registers {expected}); a registered study runs "
+                    "its registered settings only"
+                )
 
 
 def design_yaml(study: Study) -> str:
     return yaml.safe_dump(_design(study), sort_keys=False)
 
 
-def check_folder(folder: str | Path, *, config_dir: str | Path) -> list[str]:
-    """A sweep into a study's folder (one holding a record) checks the study first: its design
-    and its arms' settings must still be those registered. Nothing for any other folder."""
+def check_folder(
+    folder: str | Path, *, config_dir: str | Path, jobs: Sequence[Sequence[str]] = ()
+) -> list[str]:
+    """A sweep into a study's folder (one holding a record) checks the study first: its design,
+    its arms' settings and its pinned files must still be those registered, and every job
+    (``jobs``: each one's overrides) must be one of the design's. Nothing for any other
+    folder."""
     from experiments.study.design import load_study
 
     path = Path(folder) / RECORD
@@ -209,4 +345,6 @@ def check_folder(folder: str | Path, *, config_dir: str | Path) -> list[str]:
     except (json.JSONDecodeError, KeyError):
         raise ConfigError(f"corrupt pre-registration record {str(path)!r}") from None
     study = load_study(name, config_dir)
-    return check(study, config_dir=config_dir, results_dir=Path(folder).parent)
+    notes = check(study, config_dir=config_dir, results_dir=Path(folder).parent)
+    check_jobs(study, jobs)
+    return notes
