@@ -50,6 +50,7 @@ EXPECTED = {
     "maxnorm_kernel": (X, UP),  # acts on the dynamics kernels, not the hidden state
     "lr_scale": (X, UP),  # acts on the learning rate (tests/test_learner.py)
     "dynamics_lr_scale": (X, UP),
+    "depth_loss_scale": (X, UP),  # acts on the loss weights (the unroll test below)
 }
 
 
@@ -87,6 +88,7 @@ def test_variant_declares_where_it_acts(name):
     assert bool(variant.optimizer_kwargs) == (spec.acts_on == "optimizer")
     assert bool(variant.lr_scales) == (spec.acts_on == "learning_rate")
     assert (variant.kernel_constraint is not None) == (spec.acts_on == "weights")
+    assert (variant.depth_loss_scale is not None) == (spec.acts_on == "loss_weights")
 
 
 @pytest.mark.parametrize("scale", [0.0, 0.25, 0.5, 1.0, 2.0])
@@ -275,3 +277,47 @@ def test_the_package_surface_is_its_modules_and_nothing_else():
     assert G.scale_gradient is maths.scale_gradient and G.PLACEMENTS is placements.PLACEMENTS
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         _ = G.nothing
+
+
+def _unroll_gradients(variant, placement: str, *, steps: int = 2) -> dict[str, float]:
+    """d/d(a, b, c) of sum_k w_k p_k on the scalar model h_0 = a x, h_k = b h_in, p_k = c h_k
+    (x = 1, a = 1, b = 2, c = 3), with the variant's hidden transform put in by the placement
+    and its per-step loss factors (1 for all but depth_loss_scale)."""
+    import tensorflow as tf
+
+    place = G.get_placement(placement)
+    a, b, c = (tf.Variable(v) for v in (1.0, 2.0, 3.0))
+    factors = variant.depth_loss_factors(steps)
+    with tf.GradientTape() as tape:
+        h = a * 1.0
+        loss = factors[0] * c * h
+        for k in range(1, steps + 1):
+            h = b * place.dynamics_input(h, variant.hidden, k)
+            h = place.dynamics_output(h, variant.hidden, k)
+            loss = loss + factors[k] * c * h
+    grads = tape.gradient(loss, [a, b, c])
+    return {name: float(g) for name, g in zip("abc", grads, strict=True)}
+
+
+def test_depth_matched_control_equals_scale_gradient_on_the_representation_only():
+    """The control weights step k's loss 0.5**k. Worked by hand (K = 2; forward h = 1, 2, 4 in
+    every case: scale_gradient leaves it unchanged):
+
+    * placement paper (scale at every dynamics input): da = 3 + 3*2*0.5 + 3*4*0.25 = 9, equal
+      to the control's 3 + 0.5*6 + 0.25*12 = 9; dc = 1 + 2 + 4 = 7 (the heads' gradient is
+      untouched) against the control's 1 + 0.5*2 + 0.25*4 = 3; db = 3 + (6 + 3*2*0.5) = 12
+      against 0.5*3 + 0.25*(6 + 6) = 4.5: the dynamics' backward path differs.
+    * placement pseudocode (the first dynamics call sees h_0 untouched): da = 3 + 6 + 6 = 15, not
+      the control's 9: there the representation's attenuation is 0.5**(k-1) for k >= 1.
+    """
+    control = G.make_variant("depth_loss_scale")
+    assert control.depth_loss_factors(3) == [1.0, 0.5, 0.25, 0.125]
+    assert _unroll_gradients(control, "paper") == {"a": 9.0, "b": 4.5, "c": 3.0}
+    scaled = G.make_variant("scale_gradient", scale=0.5)
+    assert _unroll_gradients(scaled, "paper") == {"a": 9.0, "b": 12.0, "c": 7.0}
+    assert _unroll_gradients(scaled, "pseudocode")["a"] == 15.0
+    # the placement does not move the control: it never touches the hidden state
+    assert _unroll_gradients(control, "pseudocode") == _unroll_gradients(control, "paper")
+    # and scale 1 is the baseline
+    plain = _unroll_gradients(G.make_variant("none"), "paper")
+    assert _unroll_gradients(G.make_variant("depth_loss_scale", scale=1.0), "paper") == plain

@@ -63,6 +63,21 @@ def test_step_weights_by_hand():
     )
 
 
+def test_depth_matched_control_weights_step_k_by_scale_to_the_k():
+    """variant=depth_loss_scale multiplies the loss_scale weights by s**k; every other variant's
+    weights are exactly step_weights' (x 1.0 in float32 changes no bit)."""
+    batch = _batch()
+    plain = _learner("none").batch_tensors(batch)["weights"]
+    control = _learner("depth_loss_scale", scale=0.5).batch_tensors(batch)["weights"]
+    assert plain.dtype == control.dtype == np.float32
+    want = plain * np.array([1.0, 0.5, 0.25, 0.125][: K + 1], np.float32)
+    np.testing.assert_array_equal(control, want)
+    left = batch.steps_left
+    np.testing.assert_array_equal(
+        plain, step_weights(left, unroll_steps=K, loss_scale="pseudocode")
+    )
+
+
 def _independent(learner, batch, scale, placement):
     """dLoss/dh_k by adding zero perturbations d_k to the h_k the heads see, and the variable
     gradients, from a separately written unroll (placements spelled out by hand)."""

@@ -135,6 +135,9 @@ def _scope(variant: Variant, jac: np.ndarray) -> tuple[str, str]:
         return _learning_rate_scope(variant)
     if variant.acts_on == "weights":
         return _kernel_scope(variant)
+    if variant.acts_on == "loss_weights":
+        factors = ", ".join(f"{f:g}" for f in variant.depth_loss_factors(3))
+        return "per unroll step", f"loss weights of steps 0-3 x {factors}; hidden state untouched"
     return _jacobian_scope(jac)
 
 

@@ -39,10 +39,18 @@ __all__ = [
 HiddenFn = Callable[[Any], Any]
 """A transform of the hidden state ``[B, H] -> [B, H]`` (TensorFlow tensors)."""
 
-ACTS_ON = ("nothing", "forward", "gradient", "optimizer", "learning_rate", "weights")
+ACTS_ON = (
+    "nothing",
+    "forward",
+    "gradient",
+    "optimizer",
+    "learning_rate",
+    "weights",
+    "loss_weights",
+)
 """Where a variant acts: the hidden state's forward values, the gradient through the hidden state,
-the optimizer's update, the learning rate of some or all networks, or the weights (a constraint
-applied after each update)."""
+the optimizer's update, the learning rate of some or all networks, the weights (a constraint
+applied after each update), or the unroll's per-step loss weights."""
 
 NETWORKS = ("representation", "dynamics", "prediction")
 """The three networks, the units a variant's learning-rate factors (:attr:`Variant.lr_scales`)
@@ -108,6 +116,8 @@ class Variant:
         at x1; empty unless the variant acts on the learning rate. The learner gives each
         distinct factor its own optimizer on the same schedule x factor; Adam's and momentum's
         state is per variable, so that equals one optimizer with per-variable learning rates.
+      depth_loss_scale: ``s``: step k's loss (k = 0..K) is weighted ``s**k`` on top of the
+        ``loss_scale`` weights; None unless the variant acts on the loss weights.
     """
 
     name: str
@@ -119,6 +129,12 @@ class Variant:
     lr_scales: Mapping[str, float] = dataclasses.field(
         default_factory=lambda: types.MappingProxyType({})
     )
+    depth_loss_scale: float | None = None
+
+    def depth_loss_factors(self, unroll_steps: int) -> list[float]:
+        """``[K+1]`` the factor of each step's loss: ``s**k``, or all 1 (every other variant)."""
+        s = 1.0 if self.depth_loss_scale is None else float(self.depth_loss_scale)
+        return [s**k for k in range(unroll_steps + 1)]
 
     @property
     def transforms_hidden(self) -> bool:
@@ -131,9 +147,23 @@ class Variant:
         return self.acts_on == "forward"
 
 
-Built = tuple[HiddenFn, dict, Any] | tuple[HiddenFn, dict, Any, dict]
-"""What a builder returns: ``(hidden transform, optimizer kwargs, kernel constraint or None)``,
-and a fourth item, the learning-rate factors by network, for a variant that acts on them."""
+@dataclasses.dataclass(frozen=True)
+class Built:
+    """What a variant's builder returns (:attr:`VariantSpec.build`).
+
+    Attributes:
+      hidden: the hidden-state transform (identity unless it acts on the hidden state).
+      optimizer_kwargs: keyword arguments for the Keras optimizer.
+      kernel_constraint: a Keras constraint for the dynamics network's kernels, or None.
+      lr_scales: learning-rate factors by network (:data:`NETWORKS`).
+      depth_loss_scale: ``s`` of step k's loss weight ``s**k``, or None.
+    """
+
+    hidden: HiddenFn
+    optimizer_kwargs: dict[str, float] = dataclasses.field(default_factory=dict)
+    kernel_constraint: Any = None
+    lr_scales: dict[str, float] = dataclasses.field(default_factory=dict)
+    depth_loss_scale: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,8 +176,7 @@ class VariantSpec:
       scope: declared granularity (elementwise, per sample, per variable, global, ...).
       summary: one line for ``gradlab list`` / ``gradlab explain``.
       params: the parameters, each a setting of the variant's config node.
-      build: ``(**params) -> (hidden, optimizer kwargs, kernel constraint[, lr factors])``;
-        imports TensorFlow.
+      build: ``(**params) -> Built``; imports TensorFlow.
     """
 
     name: str
@@ -175,15 +204,16 @@ class VariantSpec:
     def bind(self, **params: Any) -> Variant:
         """Validates ``params`` and returns the bound :class:`Variant` (imports TensorFlow)."""
         bound = self.check_params(params)
-        hidden, opt_kwargs, constraint, *lr_scales = self.build(**bound)
+        built = self.build(**bound)
         return Variant(
             name=self.name,
             acts_on=self.acts_on,
             params=types.MappingProxyType(bound),
-            hidden=hidden,
-            optimizer_kwargs=types.MappingProxyType(opt_kwargs),
-            kernel_constraint=constraint,
-            lr_scales=types.MappingProxyType(dict(*lr_scales)),
+            hidden=built.hidden,
+            optimizer_kwargs=types.MappingProxyType(dict(built.optimizer_kwargs)),
+            kernel_constraint=built.kernel_constraint,
+            lr_scales=types.MappingProxyType(dict(built.lr_scales)),
+            depth_loss_scale=built.depth_loss_scale,
         )
 
 
@@ -192,50 +222,57 @@ def _identity(h: Any) -> Any:
 
 
 def _build_none() -> Built:
-    return _identity, {}, None
+    return Built(_identity)
 
 
 def _build_scale_gradient(scale: float) -> Built:
     from experiments.gradients.maths import scale_gradient
 
-    return functools.partial(scale_gradient, scale=scale), {}, None
+    return Built(functools.partial(scale_gradient, scale=scale))
 
 
 def _build_stop_gradient() -> Built:
     import tensorflow as tf
 
-    return tf.stop_gradient, {}, None
+    return Built(tf.stop_gradient)
 
 
 def _build_clipnorm(clipnorm: float) -> Built:
-    return _identity, {"clipnorm": clipnorm}, None
+    return Built(_identity, {"clipnorm": clipnorm})
 
 
 def _build_global_clipnorm(clipnorm: float) -> Built:
-    return _identity, {"global_clipnorm": clipnorm}, None
+    return Built(_identity, {"global_clipnorm": clipnorm})
 
 
 def _build_maxnorm(max_value: float) -> Built:
     from experiments.gradients.maths import maxnorm_hidden
 
-    return functools.partial(maxnorm_hidden, max_value=max_value), {}, None
+    return Built(functools.partial(maxnorm_hidden, max_value=max_value))
 
 
 def _build_maxnorm_kernel(max_value: float) -> Built:
     import keras
 
-    return _identity, {}, keras.constraints.MaxNorm(max_value=max_value, axis=0)
+    return Built(
+        _identity, kernel_constraint=keras.constraints.MaxNorm(max_value=max_value, axis=0)
+    )
 
 
 def _build_lr_scale(scale: float) -> Built:
-    return _identity, {}, None, dict.fromkeys(NETWORKS, scale)
+    return Built(_identity, lr_scales=dict.fromkeys(NETWORKS, scale))
 
 
 def _build_dynamics_lr_scale(scale: float) -> Built:
-    return _identity, {}, None, {"dynamics": scale}
+    return Built(_identity, lr_scales={"dynamics": scale})
+
+
+def _build_depth_loss_scale(scale: float) -> Built:
+    return Built(_identity, depth_loss_scale=scale)
 
 
 _LR = ParamSpec("scale", 0.5, 0.0, False, "learning-rate factor")
+_DEPTH = ParamSpec("scale", 0.5, 0.0, False, "step k's loss is weighted scale**k")
 _SCALE = ParamSpec("scale", 0.5, 0.0, True, "gradient factor (0 = stop_gradient, 1 = none)")
 _CLIP = ParamSpec("clipnorm", 1.0, 0.0, False, "largest gradient norm the optimizer applies")
 _MAX = ParamSpec("max_value", 2.0, 0.0, False, "largest L2 norm kept (Keras' default is 2)")
@@ -321,6 +358,15 @@ VARIANTS: Registry[VariantSpec] = Registry(
             "the others' untouched",
             params=(_LR,),
             build=_build_dynamics_lr_scale,
+        ),
+        VariantSpec(
+            name="depth_loss_scale",
+            acts_on="loss_weights",
+            scope="per unroll step",
+            summary="control: step k's loss weighted scale**k, the attenuation by depth that "
+            "scale_gradient gives the representation, with the dynamics' backward path untouched",
+            params=(_DEPTH,),
+            build=_build_depth_loss_scale,
         ),
     ],
 )

@@ -13,7 +13,8 @@ Per sampled position (Schrittwieser et al., 2020, pseudocode ``update_weights``)
            + c/2 sum ||W||^2
 
 with ``w_0 = 1`` and ``w_k`` (k >= 1) by ``loss_scale``: 1/K (``pseudocode``), 1 (``none``), or
-1/min(K, steps left in the episode) (``remaining``, as muzero-general). Where this differs from
+1/min(K, steps left in the episode) (``remaining``, as muzero-general); the depth-matched
+control (``variant=depth_loss_scale``) multiplies ``w_k`` by ``s**k``. Where this differs from
 the published pseudocode (both its arXiv versions, ``update_weights`` and ``make_target``):
 
 * **No reward term at k = 0.** The pseudocode's target list starts with the reward received
@@ -118,6 +119,10 @@ class Learner:
             autograph=False,
         )
         self._step: Any = None  # the traced step, called directly (see update_tensors)
+        # step k's loss x s**k for the depth-matched control (variant=depth_loss_scale); all 1
+        # otherwise, and x1.0 leaves float32 weights bit-identical
+        factors = variant.depth_loss_factors(config.unroll_steps)
+        self._depth_factors = np.asarray(factors, np.float32)[None, :]  # [1, K+1]
 
     def restart(self, initial: Networks) -> None:
         """Back to step 0: ``initial``'s weights (networks built like these, from another seed)
@@ -262,7 +267,8 @@ class Learner:
                 batch.steps_left,
                 unroll_steps=self.config.unroll_steps,
                 loss_scale=self.config.loss_scale,
-            ),
+            )
+            * self._depth_factors,
         }
 
     def update(self, batch: Batch) -> dict[str, float]:
