@@ -12,7 +12,14 @@ import typer
 
 from experiments.errors import ConfigError, unknown_choice
 
-__all__ = ["FORMATS", "FormatOption", "OutOption", "emit", "output_format"]
+__all__ = [
+    "FORMATS",
+    "FormatOption",
+    "KeepDuplicatesOption",
+    "OutOption",
+    "emit",
+    "output_format",
+]
 
 FORMATS = ("md", "latex", "csv", "json")
 _SUFFIX_FORMAT = {".md": "md", ".tex": "latex", ".csv": "csv", ".json": "json"}
@@ -24,6 +31,15 @@ FormatOption = Annotated[
     ),
 ]
 """The ``--format`` option of a command that writes a table."""
+KeepDuplicatesOption = Annotated[
+    str | None,
+    typer.Option(
+        "--keep-duplicates",
+        help="first: where two folders hold the same run (same arm, seed and config), count the "
+        "first and list the other in the caption (default: refuse, naming both folders).",
+    ),
+]
+"""The ``--keep-duplicates`` option of a command that counts runs."""
 OutOption = Annotated[
     Path | None, typer.Option("--out", "-o", help="Write here instead of stdout.")
 ]

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from cli._errors import guarded
-from cli._output import FormatOption, OutOption, emit, output_format
+from cli._output import FormatOption, KeepDuplicatesOption, OutOption, emit, output_format
 
 __all__ = ["pool"]
 
@@ -51,6 +51,7 @@ def pool(
             "own threshold); the caption names each stratum's setting.",
         ),
     ] = False,
+    keep_duplicates: KeepDuplicatesOption = None,
     fmt: FormatOption = None,
     out: OutOption = None,
 ) -> None:
@@ -87,6 +88,7 @@ def pool(
         alpha=alpha,
         primary=primary,
         by_name=by_name,
+        keep_duplicates=keep_duplicates,
     )
     for note in table.notes:
         typer.echo(note, err=True)

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from cli._errors import guarded
-from cli._output import FormatOption, OutOption, emit, output_format
+from cli._output import FormatOption, KeepDuplicatesOption, OutOption, emit, output_format
 from experiments.errors import ConfigError
 
 __all__ = ["plot", "table"]
@@ -120,6 +120,7 @@ def table(
             "mean return of the task's uniformly random policy, from the task registry).",
         ),
     ] = None,
+    keep_duplicates: KeepDuplicatesOption = None,
     out: OutOption = None,
 ) -> None:
     """Per group: failed and unstable k/n (exact 95% CI), final return over every run, steps to
@@ -153,7 +154,7 @@ def table(
     check_choice("rate test", rate_test, RATE_TESTS)
     level = _number("--alpha", alpha, unit=True)
     fixed = _number("--diverged-return", diverged_return)
-    results = load_results(results_dir)
+    results = load_results(results_dir, keep_duplicates=keep_duplicates)
     shown = _split(metrics) or list(DEFAULT_METRICS)
     confirmatory = _declared(
         results_dir, shown, analysis=analysis, rate_test=rate_test, alpha=level, baseline=baseline

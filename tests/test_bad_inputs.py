@@ -27,7 +27,7 @@ from experiments.jobs import isolation
 
 
 def _job(conf: Path, folder: Path, *, variant: str = "none", seed: int = 0, ablation: str) -> None:
-    overrides = [f"variant={variant}", f"seed={seed}"]
+    overrides = ["regime=tuned", f"variant={variant}", f"seed={seed}"]  # the folders' names
     extra = ["muzero.training_steps=3", "logger=none", "runtime.progress=false"]
     cfg = compose_config(conf, [*overrides, *extra], schema=standin.MuZeroConfig)
     choices = {"task": "catch", "ablation": ablation}
@@ -168,8 +168,8 @@ BAD = [
      "unknown rate test 'chi2'; choose one of: barnard, fisher"),
     (["table", "{res}/hidden_scale", "--alpha", "0"],
      "--alpha '0' is not valid; expected a number in (0, 1)"),
-    (["table", "{res}/hidden_scale", "--analysis", "paired", "--baseline", "regime=tuned"],
-     "unknown baseline key 'regime'; choose one of: variant"),
+    (["table", "{res}/hidden_scale", "--analysis", "paired", "--baseline", "lr=0.1"],
+     "unknown baseline key 'lr'; choose one of: "),
     (["plot", "{data}/empty"], "no runs in '{data}/empty'"),
     (["plot", "{data}/corrupt"], "corrupt summary file"),
 ]  # fmt: skip

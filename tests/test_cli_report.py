@@ -96,6 +96,10 @@ def test_table_help_describes_the_rules():
 def test_table_latex_to_file_and_json(folder, tmp_path):
     out = tmp_path / "t" / "table.tex"
     result = runner.invoke(app, ["table", str(folder), "--stat", "iqm", "--out", str(out)])
+    assert result.exit_code == 2 and "does not exist (no folder is made" in result.output
+    assert not out.parent.exists()  # a mistyped --out leaves no folder behind
+    out.parent.mkdir()
+    result = runner.invoke(app, ["table", str(folder), "--stat", "iqm", "--out", str(out)])
     assert result.exit_code == 0, result.output
     text = out.read_text()
     assert r"\toprule" in text and r"scale\_gradient" in text and "IQM" in text

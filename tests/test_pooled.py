@@ -500,6 +500,7 @@ def test_command_line_writes_every_format_and_errors_are_one_line_with_exit_2(tm
     assert ok.exit_code == 0, ok.output
     assert "scale_gradient" in ok.output and "Cochran-Mantel-Haenszel" in ok.output
     out = tmp_path / "paper" / "pooled.tex"
+    out.parent.mkdir()  # --out makes no folder
     wrote = runner.invoke(app, ["pool", str(one), str(two), "-o", str(out)])
     assert wrote.exit_code == 0 and f"wrote {out}" in wrote.output
     assert out.read_text().startswith("\\begin{table}")

@@ -166,17 +166,24 @@ def across_table(
     key: str = "variant",
     primary: str | None = None,
     by_name: bool = False,
+    keep_duplicates: str | None = None,
 ) -> Across:
     """The cross-stratum table of ``endpoint`` (a rate or a value) over ``folders``.
+
+    Each run counts once over all the folders: a run in two folders (a folder and a renamed copy
+    of it) is an error, or with ``keep_duplicates="first"`` counted in the first folder given and
+    listed with the other's excluded runs (:mod:`experiments.report.counting`).
 
     Raises:
       ConfigError: fewer than two strata, an endpoint that is neither a rate nor a value (steps
         to threshold, censored, has no pooled test here), a folder given twice,
         without the compared key or without the baseline, a stratum holding several tasks, no
         variant besides the baseline, a primary arm that no folder has; with ``by_name``, a
-        stratum holding two settings of one variant, or a baseline with parameters.
+        stratum holding two settings of one variant, or a baseline with parameters; a run in
+        two folders (without ``keep_duplicates``).
     """
     from experiments.report.contrasts import adjust
+    from experiments.report.counting import counting_notes, drop_pooled_duplicates
     from experiments.report.results import load_results
     from experiments.report.tables import (
         METRICS,
@@ -202,7 +209,9 @@ def across_table(
         if resolved in seen:
             raise ConfigError(f"folder '{folder}' is given twice; each folder is one stratum")
         seen.add(resolved)
-        loaded.append((Path(folder), load_results(folder)))
+        loaded.append((Path(folder), load_results(folder, keep_duplicates=keep_duplicates)))
+    once = drop_pooled_duplicates([r for _, r in loaded], keep=keep_duplicates)
+    loaded = [(folder, r) for (folder, _), r in zip(loaded, once, strict=True)]
     by_task = _task_labels([r for _, r in loaded])
     compared = f"{key}={baseline}"  # the baseline as gradlab table and a study record take it
     strata, cells, excluded, declared, notes, labels = [], {}, {}, {}, [], set()
@@ -219,8 +228,15 @@ def across_table(
         if not (runs[key] == baseline).any():
             if by_name and runs[key].astype(str).str.startswith(f"{baseline} (").any():
                 raise _baseline_with_parameters(baseline, f" in folder {name!r}")
-            raise ConfigError(f"folder {name!r} has no run of the baseline {key}={baseline}")
-        note = status_note(results.runs["status"])
+            lacking = [f"'{f}'" for f, r in loaded
+                       if key in r.runs and not (r.averaged[key] == baseline).any()]  # fmt: skip
+            nor = f" (nor do {', '.join(lacking[1:])})" if len(lacking) > 1 else ""
+            raise ConfigError(
+                f"folder {lacking[0]} has no run of the baseline {key}={baseline}{nor}; {key} "
+                f"there: {', '.join(sorted({str(v) for v in runs[key]}))}"
+            )
+        listed = counting_notes(results.runs, [endpoint], results.duplicates)
+        note = "; ".join(n for n in [status_note(results.runs["status"]), *listed] if n)
         if note:
             excluded[name] = note
         confirm, study, sensitivity = registered_contrast(

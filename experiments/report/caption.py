@@ -41,7 +41,7 @@ def _runs(table: pd.DataFrame) -> str:
             f"; {total} more excluded ({a['excluded']}): crashed, timed-out or unfinished runs "
             "are not runs of the design and are never averaged (last column)"
         )
-    return text + "."
+    return " ".join([text + ".", *a.get("counting", [])])
 
 
 def _cells(table: pd.DataFrame, where: str) -> list[str]:

@@ -34,6 +34,16 @@ from experiments.errors import ConfigError
 from experiments.jobs.store import load_summary, read_metrics
 from experiments.jobs.summary import Summary
 from experiments.metrics import STABILITY_KEYS, stability_summary
+from experiments.report.counting import (
+    NO_SUMMARY,
+    Duplicate,
+    check_folder_name,
+    check_keep,
+    drop_duplicates,
+    job_folders,
+    no_summary_record,
+    run_identity,
+)
 
 __all__ = [
     "AVERAGED",
@@ -78,6 +88,7 @@ class Results:
     ablation: str | None
     group_keys: tuple[str, ...]
     runs: pd.DataFrame
+    duplicates: tuple[Duplicate, ...] = ()
 
     @property
     def averaged(self) -> pd.DataFrame:
@@ -94,14 +105,16 @@ def group_label(group: dict[str, object]) -> str:
     return ", ".join(f"{k}={group[k]}" for k in sorted(group))
 
 
-def _summary_paths(root: Path) -> list[Path]:
+def _job_folders(root: Path) -> list[Path]:
+    """Every job folder of ``root``, with or without its summary
+    (:func:`~experiments.report.counting.job_folders`)."""
     if not root.exists():
         raise ConfigError(f"results folder '{root}' does not exist")
     if not root.is_dir():
         raise ConfigError(f"results folder '{root}' is not a folder")
-    paths = sorted(root.glob("*/summary.json"))
-    if paths:
-        return paths
+    folders = job_folders(root)
+    if folders:
+        return folders
     nested = sorted({p.parent.parent.name for p in root.glob("*/*/summary.json")})
     if nested:
         raise ConfigError(
@@ -158,22 +171,51 @@ def _fold_variant_parameters(records: list[dict]) -> None:
         r["group"] = group_label(group)
 
 
-def load_results(path: str | Path) -> Results:
-    """Reads every ``<path>/*/summary.json``.
+def _check_unnamed(records: list[dict]) -> None:
+    """A folder without a summary is placed by its name's keys: they must be the runs' keys."""
+    known = {k for r in records if r["status"] != NO_SUMMARY for k in r["_group"]}
+    for r in records:
+        extra = set(r["_group"]) - known
+        if r["status"] == NO_SUMMARY and known and extra:
+            raise ConfigError(
+                f"job folder '{r['path']}' has no summary.json and its name sets "
+                f"{', '.join(sorted(extra))}, which no run of the folder sets, so it belongs to "
+                "no arm; restore its summary.json or move the folder out of the results folder"
+            )
+
+
+def load_results(path: str | Path, *, keep_duplicates: str | None = None) -> Results:
+    """Reads every job folder of ``path`` (its ``summary.json``), each run once.
+
+    A job folder without a summary is a run of status
+    :data:`~experiments.report.counting.NO_SUMMARY`, counted and listed, never averaged; two
+    folders holding the same run are an error, or with ``keep_duplicates="first"`` one is kept
+    and the other listed in :attr:`Results.duplicates` (:mod:`experiments.report.counting`).
 
     Args:
       path: an ablation's results folder (``results/<ablation>``) or ``results/runs``.
+      keep_duplicates: None, or ``first``.
 
     Returns:
       The :class:`Results`.
 
     Raises:
       ConfigError: the folder is missing, empty, holds ablation folders instead of jobs, holds jobs
-        of several ablations, or a summary file is corrupt.
+        of several ablations, a summary file is corrupt or disagrees with its folder's name, a
+        run is there twice (without ``keep_duplicates``), or a folder without a summary has no
+        job's name.
     """
     root = Path(path)
-    records, ablations = [], set()
-    for summary_path in _summary_paths(root):
+    keep = check_keep(keep_duplicates)
+    records, ablations, identities = [], set(), []
+    for folder in _job_folders(root):
+        if not (folder / "summary.json").exists():
+            record = no_summary_record(folder)
+            record.update({key: None for key in STABILITY_KEYS}, figures_missing="", identity=None)
+            records.append(record)
+            identities.append(None)
+            continue
+        summary_path = folder / "summary.json"
         summary = load_summary(summary_path.parent)
         ablations.add(summary.ablation)
         group = {str(k): str(v) for k, v in summary.group.items()}
@@ -190,6 +232,10 @@ def load_results(path: str | Path) -> Results:
             "_group": group,
         }
         record.update({key: stability.get(key) for key in STABILITY_KEYS})
+        record["figures_missing"] = ",".join(k for k in STABILITY_KEYS if k not in stability)
+        record["_summary"] = summary
+        record["identity"] = run_identity(summary, folder, record["group"])
+        identities.append(record["identity"])
         records.append(record)
     if len(ablations) > 1:
         names = ", ".join(sorted(str(a) for a in ablations))
@@ -197,6 +243,12 @@ def load_results(path: str | Path) -> Results:
             f"mixed ablations in '{root}': {names}; a table compares the runs of one ablation, "
             "so pass one ablation's folder"
         )
+    records, duplicates = drop_duplicates(records, identities, keep=keep)
+    for r in records:
+        summary = r.pop("_summary", None)
+        if summary is not None:
+            check_folder_name(summary, Path(r["path"]))
+    _check_unnamed(records)
     _fold_variant_parameters(records)
     group_keys = tuple(sorted({k for r in records for k in r["_group"]}))
     for r in records:
@@ -208,7 +260,11 @@ def load_results(path: str | Path) -> Results:
     runs["failed"] = _failed(runs)
     runs = runs.sort_values([*group_keys, "seed"], key=_natural_key, kind="stable")
     return Results(
-        root=root, ablation=ablations.pop(), group_keys=group_keys, runs=runs.reset_index(drop=True)
+        root=root,
+        ablation=ablations.pop() if ablations else None,
+        group_keys=group_keys,
+        runs=runs.reset_index(drop=True),
+        duplicates=tuple(duplicates),
     )
 
 

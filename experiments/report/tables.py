@@ -51,6 +51,7 @@ from experiments.report.contrasts import (
     value_contrast,
     varying_keys,
 )
+from experiments.report.counting import counting_notes
 from experiments.report.results import AVERAGED, Results, group_label, intention_to_treat
 from experiments.report.stats import STATS, binomial_ci, bootstrap_ci, statistic
 from experiments.report.survival import km_median, logrank_p, time_to_event
@@ -140,9 +141,12 @@ DEFAULT_METRICS = (
 
 
 def status_note(statuses: pd.Series) -> str:
-    """``"1 failed, 1 running"``: the runs of each status outside :data:`AVERAGED`."""
+    """``"1 failed, 1 running"``: the runs of each status outside :data:`AVERAGED`, then any
+    status a summary cannot hold (a job folder without one: ``1 without summary``)."""
     counts = statuses.value_counts()
-    return ", ".join(f"{counts[s]} {s}" for s in STATUSES if s not in AVERAGED and counts.get(s, 0))
+    known = [s for s in STATUSES if s not in AVERAGED]
+    other = sorted(str(s) for s in counts.index if s not in STATUSES)
+    return ", ".join(f"{counts[s]} {s}" for s in [*known, *other] if counts.get(s, 0))
 
 
 def _constants(results: Results) -> dict[str, str]:
@@ -314,7 +318,9 @@ def summarize(
       ``group_keys``, ``shown_keys``, ``constants``, ``compared_key``, ``strata_keys``,
       ``confidence``, ``alpha``, ``analysis``, ``rate_test``, ``m`` (metric -> stratum label ->
       the exploratory family's size), ``confirmatory`` (``[{"group", "metric"}]``),
-      ``diverged_return`` (task -> the value used), ``excluded``, ``threshold`` (the one
+      ``diverged_return`` (task -> the value used), ``excluded``, ``counting`` (sentences naming
+      the job folders without a summary, the runs without a shown figure and the duplicates left
+      out: :func:`~experiments.report.counting.counting_notes`), ``threshold`` (the one
       threshold of the runs, else None), ``no_threshold`` (no run has one: failed = unstable).
 
     Raises:
@@ -423,6 +429,7 @@ def summarize(
         confirmatory=[{"group": table.at[i, "group"], "metric": n} for i, n in cells],
         diverged_return=declared,
         excluded=status_note(runs["status"]),
+        counting=counting_notes(runs, metrics, results.duplicates),
         threshold=float(thresholds[0]) if len(thresholds) == 1 else None,
         no_threshold=len(thresholds) == 0,
         threshold_recorded=float(recorded[0]) if len(recorded) == 1 else None,
