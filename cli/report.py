@@ -170,6 +170,9 @@ def table(
         diverged_return=fixed,
         confirmatory=confirmatory,
     )
+    from experiments.study.analysis import audit_note
+
+    summary.attrs["audit"] = audit_note(results_dir)  # a study whose audit fails: no *, why
     emit(render(summary, fmt=fmt), out)
 
 

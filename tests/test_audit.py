@@ -193,6 +193,9 @@ def test_an_edited_record_fails_the_audit_and_the_table_drops_its_star(tmp_path)
     assert table.exit_code == 0, table.output
     assert not MARKED.search(table.stdout)
     assert "study catch_stress's audit fails (record): no contrast is confirmatory" in table.stderr
+    assert "No *: study catch_stress's audit fails (record): no contrast is confirmatory" in (
+        table.stdout.replace("\n", " ")
+    )  # the caption says why
     # the stored study file edited to match: its pinned hash no longer does
     record["files"]["study/catch_stress.yaml"] = record["files"]["study/catch_stress.yaml"].replace(
         "arm: scale_gradient", "arm: maxnorm"

@@ -156,6 +156,8 @@ def _contrasts(table: pd.DataFrame, *, stacked: bool) -> list[str]:
             f"*: confirmatory, declared before the runs, tested alone (m=1): {named}; every other "
             "contrast is exploratory."
         )
+    if a.get("audit"):
+        parts.append(f"No *: {a['audit']}.")
     parts.append(f"Bold: p_adj < α = {a['alpha']:g}, and nothing else.")
     return parts
 

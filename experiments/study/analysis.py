@@ -23,7 +23,13 @@ from pathlib import Path
 from experiments.errors import ConfigError
 from experiments.study.record import ENDPOINTS_VERSION, RECORD
 
-__all__ = ["Declared", "declared_analysis", "declared_endpoint", "registered_contrast"]
+__all__ = [
+    "Declared",
+    "audit_note",
+    "declared_analysis",
+    "declared_endpoint",
+    "registered_contrast",
+]
 
 _RENAMED_V1 = {"failed": "failed_v1"}
 """Endpoint names of version 1 whose meaning moved to another name in version 2."""
@@ -138,16 +144,9 @@ def registered_contrast(
     declared = declared_analysis(folder)
     if declared is None or declared.endpoint not in endpoints:
         return None, None, None
-    breaches = _audit_breaches(folder)
-    if breaches:
-        return (
-            None,
-            None,
-            (
-                f"note: study {declared.study}'s audit fails ({', '.join(breaches)}): no "
-                f"contrast is confirmatory (see gradlab study audit {folder})"
-            ),
-        )
+    failed = audit_note(folder)
+    if failed:
+        return None, None, f"note: {failed}"
     if declared.matches(analysis=analysis, rate_test=rate_test, alpha=alpha, baseline=baseline):
         return declared.confirmatory, declared, None
     note = (
@@ -158,9 +157,20 @@ def registered_contrast(
     return None, None, note
 
 
-def _audit_breaches(folder: str | Path) -> list[str]:
-    """The names of the failed checks of the folder's audit, against this gradlab's conf/."""
+def audit_note(folder: str | Path) -> str | None:
+    """Why a study's folder declares nothing confirmatory: its audit (against this gradlab's
+    conf/) fails, in one sentence naming the failed checks; None when it passes or the folder
+    is no study's. A table's caption carries it."""
     from experiments.jobs.identity import package_root
     from experiments.study.audit import audit
 
-    return [c.name for c in audit(folder, config_dir=package_root() / "conf").breaches]
+    if not (Path(folder) / RECORD).is_file():
+        return None
+    result = audit(folder, config_dir=package_root() / "conf")
+    if not result.breaches:
+        return None
+    names = ", ".join(c.name for c in result.breaches)
+    return (
+        f"study {result.study}'s audit fails ({names}): no contrast is confirmatory (see "
+        f"gradlab study audit {folder})"
+    )
