@@ -46,13 +46,14 @@ def _declared(
     rate_test: str,
     alpha: float,
     baseline: str | None,
-) -> list | None:
+) -> tuple[list | None, object]:
     """A study's folder: its registered primary contrast, confirmatory when the table shows its
     endpoint with the registered analysis and baseline; otherwise (a sensitivity analysis)
-    nothing is, and one note says so on stderr."""
+    nothing is, and one note says so on stderr. Also the declaration when confirmatory (its
+    margin, if any, gives the primary endpoint's equivalence test)."""
     from experiments.study.analysis import registered_contrast
 
-    confirmatory, _, note = registered_contrast(
+    confirmatory, declared, note = registered_contrast(
         results_dir,
         metrics,
         analysis=analysis,
@@ -62,7 +63,7 @@ def _declared(
     )
     if note:
         typer.echo(note, err=True)
-    return confirmatory
+    return confirmatory, declared
 
 
 @guarded
@@ -121,6 +122,16 @@ def table(
         ),
     ] = None,
     keep_duplicates: KeepDuplicatesOption = None,
+    margin: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--margin",
+            help="ENDPOINT=VALUE, repeatable: an equivalence margin declared for a rate (a risk "
+            "difference, e.g. failed=0.2) or value column (its units, e.g. final_return=0.1): "
+            "that column gains two one-sided tests (TOST), the 90%% CI of Δ and a verdict: "
+            "equivalent within ±margin, different, or not separated.",
+        ),
+    ] = None,
     out: OutOption = None,
 ) -> None:
     """Per group: failed and unstable k/n (exact 95% CI), final return over every run, steps to
@@ -143,11 +154,14 @@ def table(
       gradlab table results/hidden_scale --analysis paired --format latex -o table.tex
 
       gradlab table results/hidden_scale -m failed,final_return --rate-test barnard -f csv
+
+      gradlab table results/hidden_scale --margin failed=0.2 --margin final_return=0.1
     """
     from experiments.report.contrasts import ANALYSES, RATE_TESTS, check_choice
+    from experiments.report.equivalence import Margin, parse_margins
     from experiments.report.render import render
     from experiments.report.results import load_results
-    from experiments.report.tables import DEFAULT_METRICS, summarize
+    from experiments.report.tables import DEFAULT_METRICS, METRICS, summarize
 
     fmt = output_format(fmt, out)
     check_choice("analysis", analysis, ANALYSES)
@@ -156,9 +170,17 @@ def table(
     fixed = _number("--diverged-return", diverged_return)
     results = load_results(results_dir, keep_duplicates=keep_duplicates)
     shown = _split(metrics) or list(DEFAULT_METRICS)
-    confirmatory = _declared(
+    known = [m for m in shown if m in METRICS]
+    margins = parse_margins(
+        margin or [], {m: METRICS[m].kind for m in known}, {m: METRICS[m].label for m in known}
+    )
+    confirmatory, declared = _declared(
         results_dir, shown, analysis=analysis, rate_test=rate_test, alpha=level, baseline=baseline
     )
+    if getattr(declared, "margin", None) is not None and declared.endpoint not in margins:
+        end = declared.endpoint
+        reason = f"study {declared.study}'s record, {declared.margin_reason}"
+        margins[end] = Margin(declared.margin, METRICS[end].kind, METRICS[end].label, reason)
     summary = summarize(
         results,
         metrics=shown,
@@ -169,6 +191,7 @@ def table(
         alpha=level,
         diverged_return=fixed,
         confirmatory=confirmatory,
+        margins=margins,
     )
     from experiments.study.analysis import audit_note
 

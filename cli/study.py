@@ -101,10 +101,26 @@ def plan(
             "enumeration (1: the Fisher line alone).",
         ),
     ] = 1,
+    margin: Annotated[
+        float | None,
+        typer.Option(
+            help="Also the power of an equivalence design: TOST of the risk difference within "
+            "±MARGIN (Miettinen-Nurminen score, as gradlab table --margin tests it), exact by "
+            "enumeration (default: the study's primary.margin, if declared).",
+        ),
+    ] = None,
+    true_rates: Annotated[
+        str | None,
+        typer.Option(
+            help="With a margin: the true baseline and arm rates assumed, e.g. 0.5,0.5 "
+            "(default: the baseline rate for both, no true difference).",
+        ),
+    ] = None,
 ) -> None:
     """Exact power of the primary contrast (Fisher's test, by enumeration), the runs per arm that
     reach a target power, and the expected wall time of the whole study; with --strata S, the
-    power of the pooled test over S such strata (one study per task, as Study 3).
+    power of the pooled test over S such strata (one study per task, as Study 3); with a margin,
+    the power of the equivalence design and the runs per arm that reach the target power.
 
     A pilot's difference overstates the effect (its best contrast was chosen by its result), so
     with --pilot the plan is for --shrink (default half) of it."""
@@ -123,13 +139,21 @@ def plan(
         p1, p2 = _rates(rates)
     alpha, n = study.primary.alpha, len(study.seeds)
     got = fisher_power(p1, p2, n, alpha=alpha)
-    need = seeds_for_power(p1, p2, power=power, alpha=alpha)
+    margin = study.primary.margin if margin is None else margin
+    try:
+        need = f"{seeds_for_power(p1, p2, power=power, alpha=alpha)} runs per arm reach {power}"
+    except ConfigError:
+        if margin is None:  # an equivalence plan may assume equal rates: no Fisher n then
+            raise
+        need = f"no n up to 200 runs per arm reaches {power}"
     pooled = pooled_power([(p2, p1)] * strata, n, alpha=alpha) if strata > 1 else None
     typer.echo(
         f"{study.primary.arm} vs {study.baseline} on {study.primary.endpoint}, rates "
         f"{p1:.3g} vs {p2:.3g}, Fisher two-sided at alpha {alpha}: power {got:.3f} with {n} "
-        f"runs per arm; {need} runs per arm reach {power}"
+        f"runs per arm; {need}"
     )
+    if margin is not None:
+        _equivalence_plan(study, p1, true_rates, margin=margin, n=n, power=power)
     if pooled is not None:
         typer.echo(
             f"pooled over {strata} strata at these rates, {n} runs per arm each (CMH, as gradlab "
@@ -141,6 +165,26 @@ def plan(
             f"wall time: {len(study.arms)} arms x {n} runs x {seconds:.0f} s (the pilot's median "
             f"run) / {jobs} at once = about {total / 3600:.1f} h"
         )
+
+
+def _equivalence_plan(
+    study, base: float, true_rates: str | None, *, margin: float, n: int, power: float
+) -> None:
+    """The equivalence line of `plan`: exact TOST power at n and the runs per arm for ``power``."""
+    from experiments.study.power import equivalence_power, seeds_for_equivalence
+
+    if isinstance(margin, bool) or not 0 < margin < 1:
+        raise ConfigError(f"--margin {margin!r}; expected a risk difference in (0, 1), e.g. 0.2")
+    p0, p1 = _rates(true_rates) if true_rates is not None else (base, base)
+    alpha = study.primary.alpha
+    got = equivalence_power(p0, p1, n, margin=margin, alpha=alpha)
+    need = seeds_for_equivalence(p0, p1, margin=margin, power=power, alpha=alpha)
+    typer.echo(
+        f"equivalence of {study.primary.arm} and {study.baseline} on {study.primary.endpoint} "
+        f"within ±{margin:g}, true rates {p0:.3g} vs {p1:.3g}, TOST (Miettinen-Nurminen score) "
+        f"at alpha {alpha}: power {got:.3f} with {n} runs per arm; {need} runs per arm reach "
+        f"{power}"
+    )
 
 
 @app.command("register")

@@ -14,6 +14,7 @@ import pandas as pd
 
 from experiments.metrics import COLLAPSE_FRACTION
 from experiments.report.endpoints import MEANING
+from experiments.report.equivalence import equivalence_sentences
 from experiments.report.tables import METRICS
 
 __all__ = ["table_caption"]
@@ -156,6 +157,7 @@ def _contrasts(table: pd.DataFrame, *, stacked: bool) -> list[str]:
             f"*: confirmatory, declared before the runs, tested alone (m=1): {named}; every other "
             "contrast is exploratory."
         )
+    parts += equivalence_sentences(list(a.get("margins", {}).values()), alpha=a["alpha"])
     if a.get("audit"):
         parts.append(f"No *: {a['audit']}.")
     parts.append(f"Bold: p_adj < α = {a['alpha']:g}, and nothing else.")

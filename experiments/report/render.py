@@ -147,6 +147,20 @@ def _p_adjusted(row: pd.Series, name: str, alpha: float) -> _Cell:
     return _Cell((text + star,))
 
 
+def _equivalence(row: pd.Series, name: str, attrs: dict) -> list[_Cell]:
+    """The equivalence cell of a metric with a margin (none without): the verdict, the
+    (1 - 2 alpha) interval of Δ and the TOST p_adj; ``base`` on the baseline's row."""
+    if name not in attrs.get("margins", {}):
+        return []
+    if row["is_baseline"]:
+        return [_Cell(("base",))]
+    level = f"{round(100 * (1 - 2 * attrs['alpha']))}%"
+    fmt = (lambda v: f"{v:+.2f}") if METRICS[name].rate else _signed
+    low, high = row[f"{name}_equiv_low"], row[f"{name}_equiv_high"]
+    p = format_p(row[f"{name}_tost_p_adjusted"], alpha=attrs["alpha"])
+    return [_Cell((row[f"{name}_verdict"], f"{level} {_interval(low, high, fmt)}", f"p={p}"))]
+
+
 def _columns(
     table: pd.DataFrame,
     *,
@@ -177,6 +191,8 @@ def _columns(
             if metric.kind != "time":
                 headers.append((metric.label, "Δ"))
             headers.append((metric.label, "p_adj"))
+            if name in attrs.get("margins", {}):
+                headers.append((metric.label, "equivalence"))
     if notes:
         headers.append(("", "excluded"))
     body = []
@@ -190,14 +206,16 @@ def _columns(
                 continue
             delta = _delta(row, name) if METRICS[name].kind != "time" else None
             p = _p_adjusted(row, name, attrs["alpha"])
+            equivalent = _equivalence(row, name, attrs)
             if not stacked:
-                line += [cell, *([delta] if delta is not None else []), p]
+                line += [cell, *([delta] if delta is not None else []), p, *equivalent]
             elif row["is_baseline"]:
                 line.append(dataclasses.replace(cell, lines=(*cell.lines, "base")))
             else:
                 below = [f"Δ={delta.lines[0]}", *delta.lines[1:]] if delta is not None else []
                 below = [] if below and below[0] == f"Δ={_DASH}" else below
                 below += [f"p={p.lines[0]}"] if p.lines[0] != _DASH else []
+                below += [f"TOST {t}" for t in equivalent[0].lines] if equivalent else []
                 line.append(dataclasses.replace(cell, lines=(*cell.lines, *below)))
         if notes:
             note, count = row["excluded_note"], str(row["excluded"])

@@ -13,9 +13,10 @@ counted in ``excluded``, never averaged. Per metric, a row holds:
   ``unstable``, ``diverged``, ``collapsed``, ``reached_threshold``: 0/1
   per run): ``k`` of ``n`` runs (a run where the verdict is undefined is left out of n) with the
   exact Clopper-Pearson interval;
-* **steps to threshold**, a time to an event (:mod:`experiments.report.survival`): the
-  Kaplan-Meier median over every run, a run that never reached the threshold censored at its
-  divergence or at the end of its training, with its confidence interval;
+* **steps to threshold**, reaching the threshold with divergence as a competing event
+  (:mod:`experiments.report.competing`): the Aalen-Johansen cumulative incidence of reaching it
+  (before diverging) by the end of the budget, over every run, with its log(-log) interval and
+  ``k`` (runs that reached it first) of ``n``;
 * any other figure: the statistic over runs (``stat``) with a seeded percentile-bootstrap
   interval. The final returns count every run: a diverged run, or one without a final return,
   counts as the task's declared return for diverged runs
@@ -23,7 +24,8 @@ counted in ``excluded``, never averaged. Per metric, a row holds:
 
 And, on an arm's row, the contrast with its stratum's baseline
 (:mod:`~experiments.report.contrasts`): the difference (``_delta``) with its interval, the p-value
-of the declared test (``_p``; log-rank for steps to threshold, which has no difference column), the
+of the declared test (``_p``; Gray's test for steps to threshold, whose Δ is the difference of the
+two cumulative incidences by the end, with a MOVER interval), the
 Holm-adjusted p-value within the contrast's family (``_p_adjusted``) and ``_bold``: exactly
 ``_p_adjusted < alpha``. Nothing else sets bold: no second test, no "best" row.
 """
@@ -31,7 +33,7 @@ Holm-adjusted p-value within the contrast's family (``_p_adjusted``) and ``_bold
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -51,10 +53,17 @@ from experiments.report.contrasts import (
     value_contrast,
     varying_keys,
 )
+from experiments.report.competing import (
+    Incidence,
+    competing_times,
+    cumulative_incidence,
+    gray_test,
+    incidence_difference,
+)
 from experiments.report.counting import counting_notes
+from experiments.report.equivalence import Margin, equivalence_cells, with_verdicts
 from experiments.report.results import AVERAGED, Results, group_label, intention_to_treat
 from experiments.report.stats import STATS, binomial_ci, bootstrap_ci, statistic
-from experiments.report.survival import km_median, logrank_p, time_to_event
 
 __all__ = [
     "ALPHA",
@@ -80,7 +89,8 @@ class Metric:
       header: two short header lines (the LaTeX table stacks them; Markdown joins them).
       higher_is_better: the direction shown by the header's arrow; None: no direction.
       kind: ``rate`` (a 0/1 verdict per run: k/n, exact interval, risk difference), ``time``
-        (steps to an event, censored: Kaplan-Meier median, log-rank test) or ``value``.
+        (reaching the threshold, divergence competing: cumulative incidence by the end of the
+        budget, its difference, Gray's test) or ``value``.
       itt: the figure is a final return: a diverged run, or one without a value, counts as the
         declared return for diverged runs.
     """
@@ -116,7 +126,7 @@ METRICS = {
     "best_return": Metric(("best", "return"), True),
     "final_evals": Metric(("final", "evals"), None),
     "return_auc": Metric(("return", "AUC"), True),
-    "steps_to_threshold": Metric(("steps to", "threshold"), False, kind="time"),
+    "steps_to_threshold": Metric(("reached by", "end (CIF)"), True, kind="time"),
     "final_loss": Metric(("final", "loss"), False),
     "loss_auc": Metric(("loss", "AUC"), False),
     "grad_norm_median": Metric(("grad norm", "median"), False),
@@ -178,8 +188,16 @@ def _design(runs: pd.DataFrame, metrics: Sequence[str], override: float | None) 
             values, imputed, used = intention_to_treat(design, name, override=override)
             design[name], design[f"{name}_imputed"] = values, imputed
             declared.update(used)
-    design["_time"], design["_event"] = time_to_event(design)
+    if any(METRICS[name].kind == "time" for name in metrics):
+        design["_time"], design["_cause"] = competing_times(design)
     return design, declared
+
+
+def _incidence(runs: pd.DataFrame, confidence: float) -> Incidence:
+    """The cumulative incidence of reaching the threshold before diverging, by the end of the
+    budget (the largest step a run of ``runs`` was watched to)."""
+    time, cause = runs["_time"].to_numpy(dtype=float), runs["_cause"].to_numpy(dtype=int)
+    return cumulative_incidence(time, cause, confidence=confidence)
 
 
 def design_runs(
@@ -198,11 +216,9 @@ def _cells(name: str, runs: pd.DataFrame, *, stat: str, confidence: float, **boo
     """The estimate of one metric over one group's runs, with its interval."""
     kind = METRICS[name].kind
     if kind == "time":
-        time, event = runs["_time"].to_numpy(dtype=float), runs["_event"].to_numpy(dtype=bool)
-        median, low, high = km_median(time, event, confidence=confidence)
-        known = np.isfinite(time)
-        return {name: median, f"{name}_k": int(event[known].sum()), f"{name}_n": int(known.sum()),
-                f"{name}_ci_low": low, f"{name}_ci_high": high}  # fmt: skip
+        cif = _incidence(runs, confidence)
+        return {name: cif.estimate, f"{name}_k": cif.k, f"{name}_n": cif.n,
+                f"{name}_ci_low": cif.low, f"{name}_ci_high": cif.high}  # fmt: skip
     x = runs[name].to_numpy(dtype=float)
     if kind == "rate":
         defined = x[np.isfinite(x)]
@@ -222,14 +238,13 @@ def _contrast(name: str, arm: pd.DataFrame, base: pd.DataFrame, **options) -> di
     """The contrast of one metric, arm minus baseline: ``_delta``, its interval, ``_p``."""
     kind = METRICS[name].kind
     if kind == "time":
-        time, event = "_time", "_event"
-        p = logrank_p(
-            arm[time].to_numpy(dtype=float),
-            arm[event].to_numpy(dtype=bool),
-            base[time].to_numpy(dtype=float),
-            base[event].to_numpy(dtype=bool),
+        both = pd.concat([arm, base])
+        group = np.repeat([0, 1], [len(arm), len(base)])
+        p = gray_test(both["_time"].to_numpy(float), both["_cause"].to_numpy(int), group).p
+        confidence = options["confidence"]
+        delta, low, high = incidence_difference(
+            _incidence(arm, confidence), _incidence(base, confidence)
         )
-        delta = low = high = float("nan")
     else:
         x, y = arm[name].to_numpy(dtype=float), base[name].to_numpy(dtype=float)
         if kind == "rate":
@@ -240,6 +255,22 @@ def _contrast(name: str, arm: pd.DataFrame, base: pd.DataFrame, **options) -> di
             delta, low, high, p = value_contrast(x, y, **options)
     return {f"{name}_delta": delta, f"{name}_delta_low": low, f"{name}_delta_high": high,
             f"{name}_p": p}  # fmt: skip
+
+
+def _check_margins(
+    margins: Mapping[str, Margin], metrics: Sequence[str], analysis: str
+) -> dict[str, Margin]:
+    """The margins, each of a rate or value metric of the table, in an independent analysis."""
+    choices = [m for m in metrics if METRICS[m].kind != "time"]
+    for name in margins:
+        if name not in choices:
+            raise unknown_choice("equivalence margin endpoint", name, choices)
+    if margins and analysis != "independent":
+        raise ConfigError(
+            f"an equivalence margin needs --analysis independent (TOST of two independent "
+            f"samples), not {analysis!r}"
+        )
+    return dict(margins)
 
 
 def _confirmatory_rows(
@@ -283,6 +314,7 @@ def summarize(
     confidence: float = 0.95,
     n_resamples: int = 9999,
     seed: int = 0,
+    margins: Mapping[str, Margin] | None = None,
 ) -> pd.DataFrame:
     """One row per group: each metric over its runs, and its contrast with the stratum's baseline.
 
@@ -304,15 +336,18 @@ def summarize(
       confidence: the level of every interval.
       n_resamples: bootstrap resamples per interval.
       seed: seeds each interval's generator (same folder, same table).
+      margins: metric -> its declared equivalence margin
+        (:mod:`~experiments.report.equivalence`): that metric's contrasts also get two one-sided
+        tests against ±margin, the (1 - 2 alpha) interval of Δ and a verdict.
 
     Returns:
       Columns: the group keys; ``group``; ``runs`` (all statuses); ``seeds`` (runs of the design);
       ``excluded`` (the others) and ``excluded_note`` (e.g. ``"1 failed, 1 running"``);
       ``is_baseline``; ``stratum`` (an index) and ``stratum_label``. Per metric ``m``: ``m`` (the
-      statistic, the rate k/n, or the Kaplan-Meier median), ``m_n`` (runs with a value),
+      statistic, the rate k/n, or the cumulative incidence by the end), ``m_n`` (runs with a value),
       ``m_ci_low``, ``m_ci_high``; ``m_k`` for a rate (events) and steps to threshold (runs that
-      reached it); ``m_imputed`` for a final return (runs given the declared return); and the
-      contrast: ``m_delta``, ``m_delta_low``, ``m_delta_high`` (NaN for steps to threshold),
+      reached it before diverging); ``m_imputed`` for a final return (runs given the declared
+      return); and the contrast: ``m_delta``, ``m_delta_low``, ``m_delta_high``,
       ``m_p``, ``m_p_adjusted``, ``m_m`` (its family's size), ``m_confirmatory``, ``m_bold``
       (``m_p_adjusted < alpha``). ``attrs``: ``metrics``, ``stat``, ``baseline``, ``ablation``,
       ``group_keys``, ``shown_keys``, ``constants``, ``compared_key``, ``strata_keys``,
@@ -321,12 +356,17 @@ def summarize(
       ``diverged_return`` (task -> the value used), ``excluded``, ``counting`` (sentences naming
       the job folders without a summary, the runs without a shown figure and the duplicates left
       out: :func:`~experiments.report.counting.counting_notes`), ``threshold`` (the one
-      threshold of the runs, else None), ``no_threshold`` (no run has one: failed = unstable).
+      threshold of the runs, else None), ``no_threshold`` (no run has one: failed = unstable),
+      ``margins`` (metric -> :class:`Margin`). Per metric with a margin: ``m_margin``,
+      ``m_tost_p``, ``m_tost_p_adjusted`` (Holm, in the same families), ``m_equiv_low``,
+      ``m_equiv_high`` (the 1 - 2 alpha interval of Δ) and ``m_verdict``.
 
     Raises:
       ConfigError: an unknown metric, statistic, analysis, test, baseline or confirmatory
         contrast; alpha outside (0, 1); no run of the design; a stratum whose baseline has no run;
-        unmatched seeds in a paired analysis; a diverged run whose task declares no return.
+        unmatched seeds in a paired analysis; a diverged run whose task declares no return; steps
+        to threshold on a run whose summary lacks the steps it needs (``steps``,
+        ``diverged_step``).
     """
     for name in metrics:
         if name not in METRICS:
@@ -337,6 +377,7 @@ def summarize(
     check_choice("analysis", analysis, ANALYSES)
     check_choice("rate test", rate_test, RATE_TESTS)
     alpha = check_alpha(alpha)
+    margins = _check_margins(margins or {}, metrics, analysis)
     runs = results.runs
     if not runs["status"].isin(AVERAGED).any():
         raise ConfigError(
@@ -347,6 +388,8 @@ def summarize(
     varying = varying_keys(runs, keys)
     base = resolve_baseline(results, baseline, varying)
     compared = compared_key(varying, base)
+    if margins and base is None:
+        raise ConfigError("an equivalence margin needs a baseline to contrast with: --baseline")
     strata_keys = [k for k in varying if k != compared] if compared is not None else []
     design, declared = _design(runs, metrics, diverged_return)
     groups = list(runs.groupby("group", sort=False))
@@ -382,6 +425,9 @@ def summarize(
                 arm_runs, base_runs = pair_by_seed(arm_runs, base_runs, where=where)
             for name in metrics:
                 row.update(_contrast(name, arm_runs, base_runs, **options))
+                if name in margins:
+                    x, y = arm_runs[name].to_numpy(dtype=float), base_runs[name].to_numpy(float)
+                    row.update(equivalence_cells(name, x, y, margins[name], alpha=alpha))
         rows.append(row)
     table = pd.DataFrame(rows)
     # the baseline row first within its stratum; strata in the folder's order
@@ -408,6 +454,7 @@ def summarize(
                        .notna().sum())
             for label in stratum_ids
         }  # fmt: skip
+    table = with_verdicts(table, margins, alpha=alpha)
     constants = _constants(results)
     thresholds = runs["threshold"].dropna().unique()
     recorded = runs["threshold_recorded"].dropna().unique()
@@ -432,6 +479,7 @@ def summarize(
         counting=counting_notes(runs, metrics, results.duplicates),
         threshold=float(thresholds[0]) if len(thresholds) == 1 else None,
         no_threshold=len(thresholds) == 0,
+        margins=dict(margins),
         threshold_recorded=float(recorded[0]) if len(recorded) == 1 else None,
         no_threshold_recorded=len(recorded) == 0,
     )

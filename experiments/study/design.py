@@ -47,6 +47,8 @@ class Primary:
     endpoint: str
     test: str
     alpha: float
+    margin: float | None = None  # equivalence margin on the endpoint (a risk difference), > 0
+    margin_reason: str | None = None  # why that margin, declared with it
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,6 +100,27 @@ def _need(raw: dict, key: str, path: Path) -> object:
     return raw[key]
 
 
+def _margin(name: str, primary: dict) -> tuple[float | None, str | None]:
+    """``primary.margin`` (a risk difference in (0, 1)) and ``primary.margin_reason``: both or
+    neither."""
+    margin, reason = primary.get("margin"), primary.get("margin_reason")
+    if margin is None and reason is None:
+        return None, None
+    if margin is None:
+        raise ConfigError(f"study {name!r} gives primary.margin_reason but no primary.margin")
+    if isinstance(margin, bool) or not isinstance(margin, int | float) or not 0 < margin < 1:
+        raise ConfigError(
+            f"primary.margin={margin!r} of study {name!r}; expected a risk difference in (0, 1), "
+            "e.g. 0.2"
+        )
+    if not isinstance(reason, str) or not reason.strip():
+        raise ConfigError(
+            f"primary.margin={margin} of study {name!r} has no primary.margin_reason; a margin "
+            "is declared with its reason"
+        )
+    return float(margin), reason.strip()
+
+
 def load_study(name: str, config_dir: str | Path) -> Study:
     """Reads and checks ``conf/study/NAME.yaml`` (plain YAML, no composition)."""
     config_dir = Path(config_dir)
@@ -114,7 +137,9 @@ def load_study(name: str, config_dir: str | Path) -> Study:
         raise ConfigError(f"study {name!r} lists an arm twice: {', '.join(variants)}")
     baseline = str(_need(raw, "baseline", path))
     p = dict(_need(raw, "primary", path))
-    primary = Primary(str(p["arm"]), str(p["endpoint"]), str(p["test"]), float(p["alpha"]))
+    primary = Primary(
+        str(p["arm"]), str(p["endpoint"]), str(p["test"]), float(p["alpha"]), *_margin(name, p)
+    )
     for what, value, choices in (
         ("baseline arm", baseline, variants),
         ("primary arm", primary.arm, [v for v in variants if v != baseline]),

@@ -7,6 +7,11 @@ per arm and rates near 0 or 1 the approximation is poor, and the exact sum is ch
 (``(n + 1)^2`` outcomes, computed per margin in milliseconds). :func:`seeds_for_power`
 finds the smallest ``n`` reaching a target power.
 
+:func:`equivalence_power` is the same exact sum for an equivalence design: the probability that
+the two one-sided tests the table runs (:mod:`experiments.report.equivalence`, Miettinen-Nurminen
+score) conclude the risk difference lies within ±margin; :func:`seeds_for_equivalence` the
+smallest ``n`` reaching a target.
+
 :func:`pooled_power` is the same exact sum for the test ``gradlab pool`` runs over several strata
 (:func:`experiments.report.pooled.pooled_contrast`): the Cochran-Mantel-Haenszel test over the
 informative strata, Fisher's exact test where only one is informative, no rejection where none
@@ -25,7 +30,14 @@ from scipy import stats
 
 from experiments.errors import ConfigError
 
-__all__ = ["fisher_p_grid", "fisher_power", "pooled_power", "seeds_for_power"]
+__all__ = [
+    "equivalence_power",
+    "fisher_p_grid",
+    "fisher_power",
+    "pooled_power",
+    "seeds_for_equivalence",
+    "seeds_for_power",
+]
 
 _MAX_OUTCOMES = 20_000_000  # joint outcomes pooled_power enumerates at most
 
@@ -82,6 +94,52 @@ def seeds_for_power(
         if fisher_power(p1, p2, n, alpha=alpha) >= power:
             return n
     raise ConfigError(f"power {power} for rates {p1} vs {p2} needs more than {max_n} runs per arm")
+
+
+def equivalence_power(p0: float, p1: float, n: int, *, margin: float, alpha: float = 0.05) -> float:
+    """Exact power of the equivalence design: the probability that the TOST of the table
+    (:func:`experiments.report.equivalence.score_pvalues`: Miettinen-Nurminen score, the arm's
+    rate minus the baseline's within ±margin) rejects at ``alpha``, summed over every outcome
+    ``(k1, k0)`` of two arms of ``n`` runs at true rates ``p1`` (arm) and ``p0`` (baseline).
+
+    Raises:
+      ConfigError: a rate outside [0, 1], a margin outside (0, 1), ``n`` < 2.
+    """
+    from experiments.report.equivalence import score_pvalues
+
+    p0, p1 = _check_rate("p0", p0), _check_rate("p1", p1)
+    if not 0.0 < margin < 1.0:
+        raise ConfigError(f"margin={margin} is not a risk difference; expected a number in (0, 1)")
+    if n < 2:
+        raise ConfigError(f"n={n} runs per arm; expected at least 2")
+    k1, k0 = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
+    rejects = score_pvalues(k1, n, k0, n, margin=margin) < alpha
+    return float(_outcome_probabilities(p1, p0, n)[rejects].sum())
+
+
+def seeds_for_equivalence(
+    p0: float,
+    p1: float,
+    *,
+    margin: float,
+    power: float = 0.8,
+    alpha: float = 0.05,
+    max_n: int = 400,
+) -> int:
+    """The smallest runs per arm whose exact equivalence power reaches ``power`` (the first such
+    n walking up from 2: exact power is saw-toothed in n).
+
+    Raises:
+      ConfigError: not reached by ``max_n`` (e.g. true rates as far apart as the margin).
+    """
+    _check_rate("power", power)
+    for n in range(2, max_n + 1):
+        if equivalence_power(p0, p1, n, margin=margin, alpha=alpha) >= power:
+            return n
+    raise ConfigError(
+        f"equivalence power {power} within ±{margin} at rates {p0} vs {p1} needs more than "
+        f"{max_n} runs per arm"
+    )
 
 
 def _stratum_terms(n: int) -> dict[str, np.ndarray]:
