@@ -246,11 +246,14 @@ def _summaries(folder: Path, variant: str, unstable: list[int], **fields) -> Non
             "seed": seed,
             "task": "catch",
             "threshold": 0.9,
+            # unstable runs diverged before learning (failed), the others learned and held
             "stability": {
                 "unstable": u,
-                "diverged": 0,
-                "reached_threshold": 1,
-                "final_return": 1.0,
+                "diverged": u,
+                "diverged_step": 5 if u else None,
+                "reached_threshold": 1 - u,
+                "steps_to_threshold": None if u else 10,
+                "final_return": -1.0 if u else 1.0,
             },
         }
         (job / "summary.json").write_text(json.dumps(summary))
