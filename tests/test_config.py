@@ -77,7 +77,8 @@ def test_int_is_accepted_where_a_float_is_expected():
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        (["seed=-1"], "seed=-1 is out of range; expected an integer >= 0"),
+        (["seed=-1"], r"seed=-1 is out of range; expected an integer from 0 to 4294967295"),
+        (["seed=4294967296"], r"seed=4294967296 is out of range; expected an integer from 0 to"),
         (["seed=zero"], "seed='zero' has the wrong type; expected an integer"),
         (["budget.max_steps=0"], r"budget.max_steps=0 is out of range; expected a number > 0"),
         (["budget.max_wall_s=-5.0"], r"budget.max_wall_s=-5.0 is out of range"),
