@@ -459,3 +459,23 @@ def test_a_record_without_an_endpoints_version_declares_failed_v1(conf, tmp_path
                                      results_dir=tmp_path).parent)  # fmt: skip
     assert (new.endpoint, new.registered_as, new.endpoints_version) == ("failed", "failed", 2)
     assert new.renamed is None
+
+
+@pytest.mark.skipif(not HAS_GIT, reason="git not installed")
+def test_a_shallow_clone_says_its_commit_order_is_not_checked(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    folder = _copy("study_breakout_stress", repo, runs=0)
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "record")
+    job = sorted(p for p in (FINDINGS / "study_breakout_stress").iterdir() if p.is_dir())[0]
+    shutil.copytree(job, folder / job.name)
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "runs")
+    clone = tmp_path / "clone"
+    _git(tmp_path, "clone", "-q", "--depth", "1", f"file://{repo}", str(clone))
+    result = audit(clone / folder.name, config_dir=CONF_DIR)
+    assert not result.breaches  # depth 1: record and run seem to share a commit, yet no breach
+    git = next(c for c in result.checks if c.name == "git")
+    assert git.line == "a shallow clone (history cut): commit order not checked"

@@ -270,6 +270,8 @@ def _git(folder: Path, *args: str) -> str | None:
 def _check_git(folder: Path, first_start: dt.datetime | None) -> Check:
     if _git(folder, "rev-parse", "--is-inside-work-tree") != "true":
         return Check("git", True, "not in a git repository: commit order not checked")
+    if _git(folder, "rev-parse", "--is-shallow-repository") == "true":
+        return Check("git", True, "a shallow clone (history cut): commit order not checked")
     log = _git(folder, "log", "--format=%H %cI", "--", RECORD)
     if not log:
         return Check("git", False, "the record is not committed")
