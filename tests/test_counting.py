@@ -172,6 +172,27 @@ def test_a_folder_without_summary_and_without_a_jobs_name_is_an_error(tmp_path):
         load_results(folder)
 
 
+def test_a_folder_without_summary_naming_a_setting_no_run_has_is_an_error(tmp_path):
+    folder = _copy(tmp_path)
+    stray = folder / f"copy_of_{NONE0}"
+    stray.mkdir()
+    shutil.copy(folder / NONE0 / "config.yaml", stray / "config.yaml")
+    with pytest.raises(ConfigError, match=f"'{stray}' has no summary.json and its name sets "
+                       "copy_of_regime, which no run of the folder sets"):  # fmt: skip
+        load_results(folder)
+
+
+def test_a_pooled_folder_names_its_run_without_summary(tmp_path):
+    one = _copy(tmp_path)
+    two = Path(shutil.copytree(FINDINGS / "study_catch_stress", tmp_path / "study"))
+    (one / NONE1 / "summary.json").unlink()
+    table = across_table([one, two], endpoint="unstable")
+    assert table.excluded["hidden_scale"] == (
+        "1 without summary; 1 job folder(s) without a summary.json, counted with the excluded "
+        f"runs (no figure to average): '{one / NONE1}'."
+    )
+
+
 def test_folders_that_are_not_runs_are_not_counted(tmp_path):
     folder = _copy(tmp_path)
     (folder / "figures").mkdir()
