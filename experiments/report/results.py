@@ -8,9 +8,10 @@ reads the per-step metrics of the averaged runs for the plots.
 
 Two figures are derived here for the table's intention-to-treat analysis:
 
-* ``failed`` (0/1, a column of :attr:`Results.runs`): the run is ``unstable``, or its task has a
-  return threshold and the run never reached it (a stable run that never learned has failed too).
-  NaN when neither verdict decides it (e.g. a stable-so-far run without the stability figures).
+* the endpoint columns (:mod:`experiments.report.endpoints`): the declared ``threshold``, the
+  run's ``outcome`` class (held, lost, diverged after or before learning, never learned) and the
+  0/1 endpoints ``learned``, ``failed`` (did not learn and hold), ``lost_after_learning``,
+  ``never_learned``, and ``failed_v1`` (the definition Studies 1-3 registered).
 * :func:`intention_to_treat`: a return column over every run, where a diverged run, or one without
   a value, counts as a return declared before the runs: the mean return of the task's uniformly
   random policy (:func:`diverged_return`), times the run's reward scale. Statuses are the
@@ -44,6 +45,7 @@ from experiments.report.counting import (
     no_summary_record,
     run_identity,
 )
+from experiments.report.endpoints import add_endpoints
 
 __all__ = [
     "AVERAGED",
@@ -81,7 +83,8 @@ class Results:
         ``seed``, ``group`` (a label), ``task``, ``threshold``, ``reward_scale`` (None when the
         summary does not record it: 1), one column per group key (str),
         one per :data:`~experiments.metrics.STABILITY_KEYS` (float, NaN when undefined), and
-        ``failed`` (float 0/1, NaN when undefined; module docstring).
+        the endpoint columns of :func:`~experiments.report.endpoints.add_endpoints` (``outcome``,
+        ``failed``, ``failed_v1``, ...; float 0/1, NaN when undefined).
     """
 
     root: Path
@@ -257,7 +260,7 @@ def load_results(path: str | Path, *, keep_duplicates: str | None = None) -> Res
     runs = pd.DataFrame.from_records(records)
     for key in STABILITY_KEYS:
         runs[key] = pd.to_numeric(runs[key], errors="coerce").astype(float)
-    runs["failed"] = _failed(runs)
+    runs = add_endpoints(runs)
     runs = runs.sort_values([*group_keys, "seed"], key=_natural_key, kind="stable")
     return Results(
         root=root,
@@ -266,21 +269,6 @@ def load_results(path: str | Path, *, keep_duplicates: str | None = None) -> Res
         runs=runs.reset_index(drop=True),
         duplicates=tuple(duplicates),
     )
-
-
-def _failed(runs: pd.DataFrame) -> np.ndarray:
-    """1 if unstable or the threshold was never reached; 0 if stable and reached; else NaN.
-
-    A run of a task without a threshold (MinAtar) fails iff it is unstable: the second clause has
-    nothing to test there (docs/studies.md, Study 3)."""
-    unstable = runs["unstable"].to_numpy(dtype=float)
-    reached = pd.to_numeric(runs["reached_threshold"], errors="coerce").to_numpy(dtype=float)
-    has_threshold = runs["threshold"].notna().to_numpy()
-    never = has_threshold & (reached == 0)
-    failed = np.full(len(runs), np.nan)
-    failed[(unstable == 0) & ((reached == 1) | ~has_threshold)] = 0.0
-    failed[(unstable == 1) | never] = 1.0
-    return failed
 
 
 def config_task_id(path: Path) -> str | None:
