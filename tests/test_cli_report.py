@@ -65,7 +65,7 @@ def test_table_default_columns(folder):
         "lost after learning ↓", "lost after learning Δ", "lost after learning p_adj",
         "never learned ↓", "never learned Δ", "never learned p_adj",
         "final return ↑", "final return Δ", "final return p_adj",
-        "steps to threshold ↓", "steps to threshold p_adj",
+        "reached by end (CIF) ↑", "reached by end (CIF) Δ", "reached by end (CIF) p_adj",
         "grad norm p99 ↓", "grad norm p99 Δ", "grad norm p99 p_adj",
         "excluded",
     ]  # fmt: skip

@@ -77,6 +77,8 @@ def _wide(root):
             "unstable": int(diverged), "diverged": int(diverged),
             "final_return": None if diverged else 0.0635 + (i % 7) * 0.137,
             "steps_to_threshold": None if seed == 4 else 1020.0 + 37 * i,
+            "reached_threshold": int(seed != 4), "steps": 900 if diverged else 5000,
+            "diverged_step": 900 if diverged else None,
             "grad_norm_p99": 1.3 + (i % 5) * 0.37, "hidden_norm_growth": 1.1 + (i % 3) * 0.07,
         }  # fmt: skip
         status = "diverged" if diverged else "completed"
@@ -156,12 +158,15 @@ def test_caption_names_the_analysis_test_strata_and_confirmatory(tmp_path):
     for piece in [
         "runs paired by seed (paired analysis)",
         "mean paired difference with 95% paired-bootstrap CI, exact McNemar p",
-        "steps to threshold: log-rank test (unpaired), no Δ",
+        "reached by end (CIF): difference of the cumulative incidences with 95% MOVER CI from "
+        "the two arms' CIs, Gray's test (ρ = 0) (unpaired)",
         "Holm-adjusted within each regime",
         "stress: m=2 (failed m=1); tuned: m=2",  # the confirmatory contrast left stress's family
         "*: confirmatory, declared before the runs, tested alone (m=1): "
         "regime=stress, variant=sg on failed",
-        "Kaplan–Meier median over every run",
+        "Reached by end (CIF) (steps_to_threshold): the Aalen–Johansen cumulative incidence of "
+        "reaching the threshold (0.9) before diverging, by the end of the budget",
+        "divergence is a competing event",
         "failed: did not learn and hold: never reached the task's competence threshold (0.9)",
         "α = 0.1",
     ]:

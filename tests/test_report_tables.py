@@ -16,9 +16,9 @@ from experiments.errors import ConfigError
 from experiments.jobs import store
 from experiments.jobs.summary import STATUSES
 from experiments.metrics import STABILITY_KEYS
+from experiments.report.competing import gray_test
 from experiments.report.results import AVERAGED, load_results
 from experiments.report.stats import binomial_ci, bootstrap_ci
-from experiments.report.survival import logrank_p
 from experiments.report.tables import DEFAULT_METRICS, summarize
 
 
@@ -44,8 +44,10 @@ def _sweep(root):
         ("scale_gradient", 4, "failed", -50.0, -50.0, 1),
     ]
     for variant, seed, status, ret, loss, unstable in cells:
-        stability = {"final_return": ret, "final_loss": loss, "diverged": int(status == "diverged"),
-                     "unstable": unstable}  # fmt: skip
+        diverged = status == "diverged"
+        stability = {"final_return": ret, "final_loss": loss, "diverged": int(diverged),
+                     "unstable": unstable, "steps": 500 if diverged else 1000,
+                     "diverged_step": 500 if diverged else None}  # fmt: skip
         _job(root, f"variant={variant},seed={seed}", status=status, group={"variant": variant},
              seed=seed, stability=stability, task="catch")  # fmt: skip
     return root
@@ -347,10 +349,14 @@ def test_paired_analysis_names_unmatched_seeds(tmp_path):
         summarize(load_results(root), metrics=["unstable"], analysis="paired")
 
 
-def test_steps_to_threshold_is_kaplan_meier_with_log_rank(tmp_path):
-    """none: reached at 100, 200, 300 of 3 -> KM median 200; sg: reached at 100 and 200, one
-    diverged at 150 before reaching (censored, not dropped): S(100) = 2/3, S(200) = 2/3 x 0 (at
-    200 the one run at risk reaches it) -> the median 200."""
+def test_steps_to_threshold_is_the_competing_risk_incidence_with_gray(tmp_path):
+    """none: reached at 100, 200, 300 of 3 -> F(end) = 1; sg: reached at 100 and 200, one
+    diverged at 150 first (a competing event, neither censored nor dropped): F(100) = 1/3, S(150)
+    = 1/3, F(200) = 1/3 + 1/3 x 1/1 = 2/3 (Kaplan-Meier censoring it would say 1). Gray's p of
+    the two, as gray_test gives it on the same six runs; Δ = 2/3 - 1, its interval NaN (none's
+    F = 1 has no log(-log) interval). Gray's score is 0 by hand: at 100 each arm has 1 of R = 3
+    (n = 3, S = 1, F = 0), at 200 each 1 of R = 2 (a: 1 x 3 x 2/3; b: 2 / (2/3) x 2/3): the
+    subdistribution hazards agree where both arms are at risk, so p = 1."""
     runs = {
         "none": [(100, 0, None), (200, 0, None), (300, 0, None)],
         "sg": [(100, 0, None), (None, 1, 150), (200, 0, None)],
@@ -358,24 +364,30 @@ def test_steps_to_threshold_is_kaplan_meier_with_log_rank(tmp_path):
     for variant, cells in runs.items():
         for seed, (at, diverged, diverged_at) in enumerate(cells):
             stability = {"reached_threshold": int(at is not None), "steps_to_threshold": at,
-                         "diverged": diverged, "diverged_step": diverged_at, "steps": 1000,
-                         "unstable": diverged}  # fmt: skip
+                         "diverged": diverged, "diverged_step": diverged_at,
+                         "steps": diverged_at or 1000, "unstable": diverged}  # fmt: skip
             _job(tmp_path, f"{variant}-{seed}", status="diverged" if diverged else "completed",
                  group={"variant": variant}, seed=seed, stability=stability)  # fmt: skip
     table = summarize(load_results(tmp_path), metrics=["steps_to_threshold"]).set_index("variant")
-    assert table.loc["none", "steps_to_threshold"] == 200.0
-    assert table.loc["sg", "steps_to_threshold"] == 200.0
+    assert table.loc["none", "steps_to_threshold"] == 1.0
+    assert table.loc["sg", "steps_to_threshold"] == pytest.approx(2 / 3)
     assert (table.loc["sg", "steps_to_threshold_k"], table.loc["sg", "steps_to_threshold_n"]) == (
         2, 3)  # fmt: skip
-    assert table.loc["sg", "steps_to_threshold_p"] == pytest.approx(
-        logrank_p(
-            np.array([100.0, 150, 200]),
-            np.array([1, 0, 1], bool),
-            np.array([100.0, 200, 300]),
-            np.ones(3, bool),
-        )  # fmt: skip
-    )
-    assert math.isnan(table.loc["sg", "steps_to_threshold_delta"])
+    gray = gray_test(np.array([100.0, 150, 200, 100, 200, 300]), np.array([1, 2, 1, 1, 1, 1]),
+                     np.array([0, 0, 0, 1, 1, 1]))  # fmt: skip
+    assert table.loc["sg", "steps_to_threshold_p"] == pytest.approx(gray.p)
+    assert gray.score.tolist() == pytest.approx([0.0]) and gray.p == 1.0
+    assert table.loc["sg", "steps_to_threshold_delta"] == pytest.approx(2 / 3 - 1)
+    assert math.isnan(table.loc["sg", "steps_to_threshold_delta_low"])
+
+
+def test_steps_to_threshold_on_runs_without_their_steps_is_one_config_error(tmp_path):
+    stability = {"reached_threshold": 0, "diverged": 1, "unstable": 1}  # no diverged_step
+    job = _job(tmp_path, "none-0", status="diverged", group={"variant": "none"}, seed=0,
+               stability=stability)  # fmt: skip
+    with pytest.raises(ConfigError, match=f"^{job}/summary.json has no diverged_step"):
+        summarize(load_results(tmp_path), metrics=["steps_to_threshold"])
+    summarize(load_results(tmp_path), metrics=["unstable"])  # the other figures still work
 
 
 def test_constants_go_to_attrs(stress):

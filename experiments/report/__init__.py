@@ -2,12 +2,20 @@
 
 ``results`` loads a folder into DataFrames (with the ``failed`` endpoint and the
 intention-to-treat returns), ``stats`` holds the seed statistics, intervals and effect sizes,
-``significance`` the tests and the Holm correction, ``survival`` the time to the threshold
-(Kaplan-Meier, log-rank), ``contrasts`` the declared family of contrasts, ``tables`` builds the
-numeric table, ``caption`` says what it holds, ``render`` writes it out, ``plots`` draws the figures
-(import it explicitly: it loads matplotlib).
+``significance`` the tests and the Holm correction, ``competing`` reaching the threshold with
+divergence as a competing risk (Aalen-Johansen cumulative incidence, Gray's test), ``contrasts``
+the declared family of contrasts, ``tables`` builds the numeric table, ``caption`` says what it
+holds, ``render`` writes it out, ``plots`` draws the figures (import it explicitly: it loads
+matplotlib).
 """
 
+from experiments.report.competing import (
+    GrayTest,
+    Incidence,
+    competing_times,
+    cumulative_incidence,
+    gray_test,
+)
 from experiments.report.contrasts import ANALYSES, RATE_TESTS, Confirmatory
 from experiments.report.render import FORMATS, render
 from experiments.report.results import (
@@ -33,7 +41,6 @@ from experiments.report.stats import (
     risk_difference_ci,
     statistic,
 )
-from experiments.report.survival import km_median, logrank_p, time_to_event
 from experiments.report.tables import ALPHA, DEFAULT_METRICS, METRICS, summarize
 
 __all__ = [
@@ -45,25 +52,27 @@ __all__ = [
     "METRICS",
     "RATE_TESTS",
     "Confirmatory",
+    "GrayTest",
+    "Incidence",
     "Results",
     "barnard_p",
     "binomial_ci",
     "bootstrap_ci",
+    "competing_times",
+    "cumulative_incidence",
     "difference_ci",
     "diverged_return",
     "fisher_p",
+    "gray_test",
     "holm",
     "intention_to_treat",
-    "km_median",
     "load_curves",
     "load_results",
-    "logrank_p",
     "mann_whitney_p",
     "mcnemar_p",
     "render",
     "risk_difference_ci",
     "statistic",
     "summarize",
-    "time_to_event",
     "wilcoxon_p",
 ]

@@ -66,10 +66,14 @@ def _cells(table: pd.DataFrame, where: str) -> list[str]:
     if "rate" in kinds:
         parts.append(f"Rates: k of n runs, exact Clopper–Pearson {level} CI {where}.")
     if "time" in kinds:
+        label = METRICS["steps_to_threshold"].label
         parts.append(
-            f"Steps to threshold: Kaplan–Meier median over every run, a run that never reached "
-            f"the threshold{threshold} censored at its divergence or at the end of its training "
-            f"(n.r.: not reached by half the runs), Brookmeyer–Crowley {level} CI {where}."
+            f"{label[0].upper()}{label[1:]} (steps_to_threshold): the Aalen–Johansen cumulative "
+            f"incidence of reaching the threshold{threshold} before diverging, by the end of the "
+            "budget, over every run; divergence is a competing event (a run that diverged first "
+            "can never reach it), a run that did neither is censored at its last step; "
+            f"{level} CI from the delta-method variance on the log(−log) scale {where} (— where "
+            "the incidence is 0 or 1), then k/n: runs that reached it before diverging."
         )
     if "value" in kinds:
         parts.append(
@@ -136,7 +140,9 @@ def _contrasts(table: pd.DataFrame, *, stacked: bool) -> list[str]:
         )
     if "time" in kinds:
         what.append(
-            "steps to threshold: log-rank test" + (" (unpaired)" if paired else "") + ", no Δ"
+            f"{METRICS['steps_to_threshold'].label}: difference of the cumulative incidences with "
+            f"{level} MOVER CI from the two arms' CIs, Gray's test (ρ = 0)"
+            + (" (unpaired)" if paired else "")
         )
     parts.append(f"Δ: {a['compared_key']} minus baseline; " + "; ".join(what) + ".")
     parts.append(

@@ -2,11 +2,11 @@
 
 Markdown and LaTeX show, per group: the keys that vary (keys every run shares go into the caption),
 ``n`` (runs of the design, when groups differ), and per metric three things: the estimate with its
-interval (a rate as ``k/n [CI]``, steps to threshold as the Kaplan-Meier median ``[CI]``, another
-figure as the statistic ``[CI]``), the contrast with the stratum's baseline (``Δ [CI]``; none for
-steps to threshold) and its Holm-adjusted p (``p_adj``, ``*`` when confirmatory); then the excluded
-runs when there are any. An estimate is bold exactly when its printed ``p_adj`` is below alpha
-(:func:`format_p` prints as many digits as that comparison needs). The caption
+interval (a rate as ``k/n [CI]``, steps to threshold as the cumulative incidence of reaching the
+threshold by the end ``[CI] (k/n)``, another figure as the statistic ``[CI]``), the contrast with
+the stratum's baseline (``Δ [CI]``) and its Holm-adjusted p (``p_adj``, ``*`` when confirmatory);
+then the excluded runs when there are any. An estimate is bold exactly when its printed ``p_adj``
+is below alpha (:func:`format_p` prints as many digits as that comparison needs). The caption
 (:func:`~experiments.report.caption.table_caption`) names the runs, the rules, the contrasts, the
 tests, the correction and its m.
 
@@ -117,10 +117,9 @@ def _estimate(row: pd.Series, name: str) -> _Cell:
         return _Cell((_DASH,))
     if kind == "rate":
         return _Cell((f"{row[f'{name}_k']}/{n}", _interval(low, high, lambda v: f"{v:.2f}")), bold)
-    if kind == "time":
-        median = format_number(row[name]) if math.isfinite(row[name]) else "n.r."
-        fewer = (f"(n={n})",) if n < row["seeds"] else ()
-        return _Cell((median, _interval(low, high), *fewer), bold)
+    if kind == "time":  # the cumulative incidence by the end, its interval, k/n reached first
+        ci = _interval(low, high, lambda v: f"{v:.2f}")
+        return _Cell((f"{row[name]:.2f}", ci, f"({row[f'{name}_k']}/{n})"), bold)
     ci = _interval(low, high) if n > 1 else f"[{_DASH}]"
     notes = (f"(n={n})",) if n < row["seeds"] else ()
     imputed = row.get(f"{name}_imputed", 0)
@@ -135,7 +134,8 @@ def _delta(row: pd.Series, name: str) -> _Cell:
     if not math.isfinite(delta):
         return _Cell((_DASH,))
     low, high = row[f"{name}_delta_low"], row[f"{name}_delta_high"]
-    fmt = (lambda v: f"{v:+.2f}" if round(v, 2) else "0.00") if METRICS[name].rate else _signed
+    share = METRICS[name].kind in ("rate", "time")  # a difference of two proportions
+    fmt = (lambda v: f"{v:+.2f}" if round(v, 2) else "0.00") if share else _signed
     return _Cell((fmt(delta), _interval(low, high, fmt)))
 
 
@@ -184,12 +184,11 @@ def _columns(
     for name in metrics:
         metric = METRICS[name]
         top, bottom = metric.header
-        unit = {"rate": "k/n", "time": "KM median"}.get(metric.kind, "")
+        unit = {"rate": "k/n", "time": "CIF"}.get(metric.kind, "")
         bottom = (bottom or unit) + _ARROW[metric.higher_is_better]
         headers.append((top, bottom.strip()))
         if contrasts and not stacked:
-            if metric.kind != "time":
-                headers.append((metric.label, "Δ"))
+            headers.append((metric.label, "Δ"))
             headers.append((metric.label, "p_adj"))
             if name in attrs.get("margins", {}):
                 headers.append((metric.label, "equivalence"))
@@ -204,7 +203,7 @@ def _columns(
             if not contrasts:
                 line.append(cell)
                 continue
-            delta = _delta(row, name) if METRICS[name].kind != "time" else None
+            delta = _delta(row, name)
             p = _p_adjusted(row, name, attrs["alpha"])
             equivalent = _equivalence(row, name, attrs)
             if not stacked:

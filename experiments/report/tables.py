@@ -40,6 +40,13 @@ import pandas as pd
 
 from experiments.errors import ConfigError, unknown_choice
 from experiments.jobs.summary import STATUSES
+from experiments.report.competing import (
+    Incidence,
+    competing_times,
+    cumulative_incidence,
+    gray_test,
+    incidence_difference,
+)
 from experiments.report.contrasts import (
     ANALYSES,
     RATE_TESTS,
@@ -52,13 +59,6 @@ from experiments.report.contrasts import (
     resolve_baseline,
     value_contrast,
     varying_keys,
-)
-from experiments.report.competing import (
-    Incidence,
-    competing_times,
-    cumulative_incidence,
-    gray_test,
-    incidence_difference,
 )
 from experiments.report.counting import counting_notes
 from experiments.report.equivalence import Margin, equivalence_cells, with_verdicts
