@@ -52,6 +52,15 @@ def pool(
         ),
     ] = False,
     keep_duplicates: KeepDuplicatesOption = None,
+    margin: Annotated[
+        float | None,
+        typer.Option(
+            "--margin",
+            help="A rate endpoint's equivalence margin (a risk difference, e.g. 0.1): adds "
+            "the pooled risk difference with its 90% CI, two one-sided tests against ±margin "
+            "and the verdict (equivalent, different, not separated).",
+        ),
+    ] = None,
     fmt: FormatOption = None,
     out: OutOption = None,
 ) -> None:
@@ -74,6 +83,9 @@ def pool(
 
       gradlab pool results/findings/*/study3_tuned --by-name -e final_return
 
+      gradlab pool results/findings/study_faithful_* --by-name --primary scale_gradient
+      --margin 0.1
+
       gradlab pool results/findings/study_cartpole_stress results/findings/study_breakout_stress
       --primary scale_gradient --by-name -o pooled.tex
     """
@@ -89,6 +101,7 @@ def pool(
         primary=primary,
         by_name=by_name,
         keep_duplicates=keep_duplicates,
+        margin=margin,
     )
     for note in table.notes:
         typer.echo(note, err=True)

@@ -90,6 +90,8 @@ class Pooled:
       exact_p_adjusted: the exact conditional test's p, adjusted in the same family: a
         small-sample check beside the CMH p, never what bold or ``*`` stand for (NaN for a
         value endpoint).
+      equivalence: with a margin (a rate): the pooled risk difference's TOST
+        (:func:`pooled_equivalence`), its p Holm-adjusted in the same family as the CMH p.
     """
 
     contrast: PooledContrast | RankContrast
@@ -98,6 +100,66 @@ class Pooled:
     primary: bool
     bold: bool
     exact_p_adjusted: float = math.nan
+    equivalence: PooledEquivalence | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class PooledEquivalence:
+    """A rate's pooled risk difference against a declared margin.
+
+    Attributes:
+      arm_events, arm_n, base_events, base_n: the counts summed over the strata where both arms
+        have runs with a defined endpoint.
+      difference: ``arm_events / arm_n - base_events / base_n``.
+      low, high: its ``1 - 2 alpha`` score interval (90% at alpha 0.05).
+      p: the TOST p (the larger one-sided p, Miettinen-Nurminen score test).
+      p_adjusted: ``p`` Holm-adjusted in the pooled family (alone for the primary).
+      margin: m.
+      verdict: ``equivalent within ±m``, ``different`` (the CMH p_adj < alpha) or
+        ``not separated``.
+    """
+
+    arm_events: int
+    arm_n: int
+    base_events: int
+    base_n: int
+    difference: float
+    low: float
+    high: float
+    p: float
+    p_adjusted: float
+    margin: float
+    verdict: str
+
+
+def pooled_equivalence(strata: dict, *, margin: float, alpha: float) -> tuple:
+    """The pooled risk difference's TOST over ``strata`` (label -> :class:`Stratum` counts).
+
+    The counts are summed over the strata: with the same runs per arm in every stratum (a
+    study's design; anything else is refused, naming the stratum), the summed difference is the
+    mean of the strata's differences, and the score test's variance at the pooled rates is at
+    least the stratified one (a mixture's p(1 - p) is at least the mean of its strata's), so the
+    test is conservative: it never calls equivalent more often than alpha at the margin.
+
+    Returns:
+      ``(counts (k1, n1, k0, n0), Equivalence)``.
+
+    Raises:
+      ConfigError: a stratum whose arms have different numbers of runs with a defined endpoint.
+    """
+    from experiments.report.equivalence import rate_equivalence
+
+    for label, c in strata.items():
+        if c.arm_n != c.base_n:
+            raise ConfigError(
+                f"a pooled margin needs the same runs per arm in every stratum; {label!r} has "
+                f"{c.arm_n} against the baseline's {c.base_n} (with a defined endpoint)"
+            )
+    k1 = sum(c.arm_events for c in strata.values())
+    n1 = sum(c.arm_n for c in strata.values())
+    k0 = sum(c.base_events for c in strata.values())
+    n0 = sum(c.base_n for c in strata.values())
+    return (k1, n1, k0, n0), rate_equivalence(k1, n1, k0, n0, margin=margin, alpha=alpha)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,6 +229,7 @@ def across_table(
     primary: str | None = None,
     by_name: bool = False,
     keep_duplicates: str | None = None,
+    margin: float | None = None,
 ) -> Across:
     """The cross-stratum table of ``endpoint`` (a rate or a value) over ``folders``.
 
@@ -195,6 +258,8 @@ def across_table(
     from experiments.study.analysis import registered_contrast
 
     alpha = check_alpha(alpha)
+    if margin is not None:
+        margin = _check_margin(margin, endpoint, METRICS)
     if by_name and " (" in baseline:
         raise _baseline_with_parameters(baseline)
     choices = [name for name, metric in METRICS.items() if metric.kind in ("rate", "value")]
@@ -311,12 +376,18 @@ def across_table(
     families = ["primary" if a == primary else "all" for a in arms]
     adjusted, sizes = adjust([c.pvalue for c in contrasts], families)
     exact, _ = adjust(exact_ps, families)
+    equivalences = [None] * len(arms)
+    if margin is not None:
+        equivalences = _equivalences(cells, strata, arms, baseline, margin, alpha, families)
     pooled = {
         arm: Pooled(
-            c, float(p), int(m), arm == primary, bool(np.isfinite(p) and p < alpha), float(e)
+            c, float(p), int(m), arm == primary, bool(np.isfinite(p) and p < alpha), float(e),
+            _with_verdict(q, float(p), alpha),
         )
-        for arm, c, p, m, e in zip(arms, contrasts, adjusted, sizes, exact, strict=True)
-    }
+        for arm, c, p, m, e, q in zip(
+            arms, contrasts, adjusted, sizes, exact, equivalences, strict=True
+        )
+    }  # fmt: skip
     return Across(
         endpoint=endpoint,
         key=key,
@@ -333,6 +404,45 @@ def across_table(
         by_name=by_name,
         settings=settings,
     )
+
+
+def _check_margin(margin: object, endpoint: str, metrics) -> float:
+    """A pooled margin: a number in (0, 1) for a rate endpoint; one line naming it otherwise."""
+    if not metrics[endpoint].rate:
+        raise ConfigError(
+            f"--margin is a risk difference for a rate endpoint; {endpoint!r} is a value "
+            "(use gradlab table --margin per task)"
+        )
+    ok = isinstance(margin, int | float) and not isinstance(margin, bool)
+    if not ok or not 0.0 < float(margin) < 1.0 or not math.isfinite(float(margin)):
+        raise ConfigError(
+            f"--margin {margin!r} is out of range; expected a risk difference in (0, 1)"
+        )
+    return float(margin)
+
+
+def _equivalences(cells, strata, arms, baseline, margin, alpha, families) -> list:
+    """Each arm's :class:`PooledEquivalence` (verdict left blank), TOST p Holm-adjusted in the
+    pooled families."""
+    from experiments.report.contrasts import adjust
+
+    raw = [pooled_equivalence(_paired(cells, strata, arm, baseline, _counts), margin=margin,
+                              alpha=alpha) for arm in arms]  # fmt: skip
+    adjusted, _ = adjust([e.p for _, e in raw], families)
+    return [
+        PooledEquivalence(k1, n1, k0, n0, (k1 / n1 - k0 / n0) if n1 and n0 else math.nan,
+                          e.low, e.high, e.p, float(q), margin, "")
+        for ((k1, n1, k0, n0), e), q in zip(raw, adjusted, strict=True)
+    ]  # fmt: skip
+
+
+def _with_verdict(q: PooledEquivalence | None, p_adjusted: float, alpha: float):
+    from experiments.report.equivalence import verdict
+
+    if q is None:
+        return None
+    words = verdict(q.p_adjusted, p_adjusted, alpha=alpha, margin=q.margin)
+    return dataclasses.replace(q, verdict=words)
 
 
 def _primary_mismatch(primary: str, endpoint: str, folders: Sequence[Path]) -> list[str]:

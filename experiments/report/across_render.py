@@ -56,18 +56,38 @@ def _pooled_texts(t: Across, pooled) -> tuple[str, ...]:
     """The pooled columns' texts: ``(odds ratio, CI, CMH p_adj, exact p_adj, Breslow-Day p)``,
     or for a value ``(P(> base), "", van Elteren p_adj)``; ``base`` for the baseline."""
     if pooled is None:
-        return ("base", "", "base", "base", "base") if t.rate else ("base", "", "base")
+        extra = ("base",) * 3 if _margin(t) else ()
+        return ("base", "", "base", "base", "base", *extra) if t.rate else ("base", "", "base")
     c = pooled.contrast
     p = _p(pooled.p_adjusted, t, pooled.primary)
     if not t.rate:
         return format_number(c.superiority), "", p
     exact = format_p(pooled.exact_p_adjusted, alpha=t.alpha)
-    return _ratio(c.odds_ratio), _ci(c), p, exact, format_p(c.homogeneity_p)
+    texts = (_ratio(c.odds_ratio), _ci(c), p, exact, format_p(c.homogeneity_p))
+    return texts + _equivalence_texts(t, pooled)
+
+
+def _equivalence_texts(t: Across, pooled) -> tuple[str, ...]:
+    """With a margin: ``(pooled RD [90% CI], TOST p_adj, verdict)``; else nothing."""
+    if not _margin(t):
+        return ()
+    q = pooled.equivalence
+    if q is None:
+        return ("base", "base", "base")
+    rd = f"{q.difference:+.2f} [{q.low:+.2f}, {q.high:+.2f}]"
+    return rd, _p(q.p_adjusted, t, pooled.primary), q.verdict
+
+
+def _margin(t: Across) -> float | None:
+    """The pooled margin, when one was given (every arm's equivalence has it)."""
+    margins = {p.equivalence.margin for p in t.pooled.values() if p.equivalence is not None}
+    return margins.pop() if margins else None
 
 
 def _pooled_headers(t: Across) -> list[str]:
     if t.rate:
-        return ["OR [95% CI]", "CMH p_adj", "exact p_adj", "BD p"]
+        extra = ["RD [90% CI]", "TOST p_adj", "verdict"] if _margin(t) else []
+        return ["OR [95% CI]", "CMH p_adj", "exact p_adj", "BD p", *extra]
     return ["P(> base)", "vE p_adj"]
 
 
@@ -163,9 +183,27 @@ def across_caption(t: Across) -> str:
         "test of equal odds ratios across the strata with Tarone's adjustment (BD; a small p: "
         "the effect differs between them). A stratum where either arm has no run with a "
         "defined endpoint, or both arms are all events or none, adds nothing to the pooled "
-        f"test.{notes} {status} Bold: a k/n whose p_adj "
+        f"test.{_equivalence_words(t)}{notes} {status} Bold: a k/n whose p_adj "
         f"< alpha = {t.alpha:g} in its stratum; a {t.key} whose pooled CMH p_adj < alpha; "
         "nothing else."
+    )
+
+
+def _equivalence_words(t: Across) -> str:
+    """The caption's sentence on the pooled margin; empty without one."""
+    m = _margin(t)
+    if m is None:
+        return ""
+    level = f"{round(100 * (1 - 2 * t.alpha))}%"
+    return (
+        f" Equivalence within ±{m:g} (a risk difference, declared with --margin): the counts "
+        "summed over the strata (every arm has the same runs in every stratum, so the pooled "
+        "difference is the mean of the strata's, and the unstratified variance makes the test "
+        "conservative); pooled RD: arm minus baseline, with its "
+        f"{level} Miettinen-Nurminen score interval; TOST p_adj: two one-sided score tests "
+        "against ±margin, Holm-adjusted in the same family as the CMH p (alone for the "
+        "declared pooled contrast); verdict: equivalent within ±margin when the TOST p_adj < "
+        "alpha, else different when the CMH p_adj < alpha, else not separated."
     )
 
 
@@ -270,9 +308,13 @@ def _pooled_record(pooled) -> dict:
               "test": c.test, "left_out": "; ".join(c.left_out)}  # fmt: skip
     if isinstance(c, RankContrast):
         return {"superiority": c.superiority, **common}
-    return {"odds_ratio": c.odds_ratio, "odds_ratio_low": c.odds_ratio_ci[0],
-            "odds_ratio_high": c.odds_ratio_ci[1], **common, "breslow_day_p": c.homogeneity_p,
-            "exact_p": c.exact_p, "exact_p_adjusted": pooled.exact_p_adjusted}  # fmt: skip
+    record = {"odds_ratio": c.odds_ratio, "odds_ratio_low": c.odds_ratio_ci[0],
+              "odds_ratio_high": c.odds_ratio_ci[1], **common, "breslow_day_p": c.homogeneity_p,
+              "exact_p": c.exact_p, "exact_p_adjusted": pooled.exact_p_adjusted}  # fmt: skip
+    q = pooled.equivalence
+    if q is not None:
+        record.update({f"equivalence_{k}": v for k, v in dataclasses.asdict(q).items()})
+    return record
 
 
 def across_records(t: Across) -> list[dict]:
