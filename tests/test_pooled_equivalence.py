@@ -92,3 +92,21 @@ def test_bad_margins_are_one_line_exit_2(tmp_path, args, message):
     out = CliRunner().invoke(app, ["pool", str(one), str(two), *args])
     assert out.exit_code == 2 and message in out.output
     assert "Traceback" not in out.output
+
+
+def test_summed_counts_keep_the_size_at_the_margin_with_unlike_strata():
+    """The caption's claim: with strata whose rates differ (0.05 and 0.35 for the baseline), the
+    test on summed counts calls equivalent at most alpha of the time when the true difference
+    is the margin in every stratum. Monte Carlo, 4,000 draws, seed 7: the rate is below
+    0.05 + 3 standard errors (SE of a proportion near 0.05 at 4,000 draws: 0.0034)."""
+    import numpy as np
+
+    from experiments.report.equivalence import score_pvalues
+
+    rng = np.random.default_rng(7)
+    n, draws, margin = 50, 4000, 0.1
+    base = rng.binomial(n, 0.05, draws) + rng.binomial(n, 0.35, draws)
+    arm = rng.binomial(n, 0.15, draws) + rng.binomial(n, 0.45, draws)
+    p = score_pvalues(arm, 2 * n, base, 2 * n, margin=margin)
+    size = float(np.mean(p < 0.05))
+    assert size < 0.05 + 3 * 0.0034
