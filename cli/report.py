@@ -134,14 +134,15 @@ def table(
     ] = None,
     out: OutOption = None,
 ) -> None:
-    """Per group: failed and unstable k/n (exact 95% CI), final return over every run, steps to
-    threshold (Kaplan-Meier median), gradient norm p99, hidden-norm growth; beside each, the
-    contrast with the baseline of the same stratum: Δ with its 95% CI and the Holm-adjusted p.
+    """Per group: failed and unstable k/n (exact 95% CI), final return over every run, reaching the
+    threshold by the end (cumulative incidence, divergence a competing risk; Gray's test), gradient
+    norm p99, hidden-norm growth; beside each, the contrast with the baseline of the same stratum:
+    Δ with its 95% CI and the Holm-adjusted p.
 
     One declared family: each variant against the baseline within its stratum (regime and any
     other key that varies); per column, Holm within each stratum. Tests: Fisher's (or Barnard's)
     exact test and the risk difference with Newcombe's CI for rates; Mann-Whitney U and a
-    bootstrap CI of the difference otherwise; log-rank for steps to threshold. Bold means exactly:
+    bootstrap CI of the difference otherwise; Gray's test for reaching it. Bold means exactly:
     the printed p_adj < alpha. Every completed or diverged run counts (intention to treat): a
     diverged run's final return is the task's random-policy return; crashed or timed-out runs are
     counted apart, never averaged. The caption says all of this with the numbers used. The same
