@@ -210,12 +210,17 @@ def plot(
         typer.Option("--out", "-o", help="Folder for the figures (default: RESULTS_DIR/figures)."),
     ] = None,
 ) -> None:
-    """Figures as PNG and PDF: learning curves, gradient norms, performance profiles, run status.
+    """Figures as PNG and PDF: every run's return, final returns, outcome classes, gradient norms,
+    loss, and the performance profile where each arm has >= 10 runs.
 
-    Evaluation return and total loss (mean with a 95% CI band per group), global gradient norm
-    (log scale), gradient at the hidden state per unroll depth, the performance profile of the
-    final return (fraction of runs above each return level, 95% bootstrap band; one panel per
-    regime or other shared setting), and run status per group.
+    `return`: every run's evaluation return, one thin line per run, one panel per arm and regime
+    (a diverged run holds its task's random-policy return from its divergence, marked x).
+    `final_return`: one dot per run at its final return (every run counted). `outcome`: per arm,
+    its runs by outcome class (held, lost, diverged after/before learning, never learned), counts
+    out of n. `grad_norm`, `loss`: geometric mean over the runs still training, `hidden_grad_depth`:
+    gradient at the hidden state per unroll depth; 95% bootstrap bands only over >= 10 runs.
+    `profile`: fraction of runs above each final-return level, drawn only when every arm has >= 10
+    runs (else one line says why).
 
     Examples:
 
@@ -234,9 +239,11 @@ def plot(
             err=True,
         )
     try:
-        written = plot_all(results, out if out is not None else Path(results_dir) / "figures")
+        plotted = plot_all(results, out if out is not None else Path(results_dir) / "figures")
     except OSError as err:
         raise ConfigError(f"cannot write figures to '{out}': {err.strerror}") from None
-    for paths in written.values():
+    for reason in plotted.skipped.values():
+        typer.echo(f"note: {reason}", err=True)
+    for paths in plotted.written.values():
         for path in paths:
             typer.echo(f"wrote {path}")

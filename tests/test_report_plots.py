@@ -1,5 +1,7 @@
-"""Figures: hand-computed intention-to-treat means, bands inside the support, one panel per regime,
-one colour per variant in every figure, the legend outside the data, a paper's size, files."""
+"""Figures: every run drawn with its hand-computed intention-to-treat returns, one panel per arm in
+the return figure and per regime in the others, bands inside the support and none below 10 runs,
+outcome bars equal to hand counts, one colour per variant in every figure, the legend outside the
+data, a paper's size, files."""
 
 from __future__ import annotations
 
@@ -16,19 +18,19 @@ from scipy import stats
 
 from experiments.errors import ConfigError
 from experiments.jobs.summary import STATUSES
-from experiments.report.bands import mean_band
+from experiments.report.bands import MIN_BAND_RUNS, mean_band
 from experiments.report.curves import run_curves, write_curves
-from experiments.report.drawing import STATUS_STYLES
 from experiments.report.itt import itt_matrix, random_return, run_random_return
 from experiments.report.plots import (
-    divergence_counts,
+    final_returns,
     hidden_grad_by_depth,
-    performance_profiles,
+    outcome_counts,
     plot_all,
     return_curves,
     survivor_curves,
 )
-from experiments.report.results import load_curves, load_results
+from experiments.report.results import Results, load_curves, load_results
+from experiments.report.run_status import SEGMENTS
 from experiments.report.style import COLUMN_WIDTH, OKABE_ITO
 
 _RANDOM = -0.6  # the random-policy return these tests declare for their task
@@ -91,13 +93,13 @@ def _figures(folder):
     curves = run_curves(results.averaged)
     boot = {"n_resamples": 199, "seed": 0}
     return {
-        "return": return_curves(results, curves, random_return_value=_RANDOM, **boot),
+        "return": return_curves(results, curves, random_return_value=_RANDOM),
+        "final_return": final_returns(results, random_return_value=_RANDOM),
         "grad_norm": survivor_curves(
             results, curves, "grad/global_norm", ylabel="g", log=True, **boot
         ),  # fmt: skip
         "hidden": hidden_grad_by_depth(results, load_curves(results), **boot),
-        "profile": performance_profiles(results, **boot),
-        "divergence": divergence_counts(results),
+        "outcome": outcome_counts(results),
     }
 
 
@@ -106,22 +108,41 @@ def _line(ax, label):
     return line
 
 
-def test_itt_mean_by_hand(figures):
+def test_return_draws_every_run_by_hand(figures):
     fig = figures["return"]
-    stress, tuned = fig.axes[:2]
-    none = _line(stress, "none")
-    # every evaluation step, all three runs; seed 2 diverged at 25: -0.6 at steps 30 and 40
-    np.testing.assert_array_equal(none.get_xdata(), _EVALS)
-    expected = [(1 - 1 + 0.2) / 3, (1 + 1 - 0.4) / 3, (1 + 1 - 0.6) / 3, (1 + 1 - 0.6) / 3]
-    np.testing.assert_allclose(none.get_ydata(), expected)  # 0.0667, 0.5333, 0.4667, 0.4667
-    # the survivors-only mean at step 30 would be 1.0: the curve no longer climbs as runs die
-    assert none.get_ydata()[2] < 0.5
-    np.testing.assert_allclose(_line(tuned, "none").get_ydata(), [-1 / 3, 0.5 / 3, 0.5, 1.0])
-    assert stress.get_title(loc="left").splitlines() == ["regime=stress", "n=3 each, 1 diverged"]
-    # the divergence is marked on the line at step 25: between 0.5333 (20) and 0.4667 (30)
+    # one panel per arm and regime, arm-major: none | none, then clipnorm | clipnorm
+    titles = [ax.get_title(loc="left").splitlines() for ax in fig.axes]
+    assert titles == [["none, stress", "n=3, 1 diverged"], ["none, tuned", "n=3, 0 diverged"],
+                      ["clipnorm, stress", "n=3, 0 diverged"],
+                      ["clipnorm, tuned", "n=3, 0 diverged"]]  # fmt: skip
+    stress = fig.axes[0]
+    runs = [ln for ln in stress.get_lines() if ln.get_label() == "run"]
+    for line in runs:
+        np.testing.assert_array_equal(line.get_xdata(), _EVALS)
+    # seed 2 diverged at 25: its own returns at 10 and 20, the random policy's -0.6 at 30 and 40
+    expected = [[1.0, 1.0, 1.0, 1.0], [-1.0, 1.0, 1.0, 1.0], [0.2, -0.4, -0.6, -0.6]]
+    np.testing.assert_allclose([ln.get_ydata() for ln in runs], expected)
+    assert all(ln.get_color() == OKABE_ITO[0] for ln in runs)  # none's colour
+    # no mean: no line with the per-step mean (0.0667, 0.5333, 0.4667, 0.4667)
+    means = np.mean(expected, axis=0)
+    assert not any(np.allclose(ln.get_ydata(), means) for ln in stress.get_lines()
+                   if len(ln.get_ydata()) == len(means))  # fmt: skip
+    # the divergence is marked on its run at step 25: between -0.4 (20) and -0.6 (30)
     marks = [ln for ln in stress.get_lines() if ln.get_marker() == "x"]
     assert len(marks) == 1 and marks[0].get_xdata()[0] == 25
-    assert marks[0].get_ydata()[0] == pytest.approx((1.6 / 3 + 1.4 / 3) / 2)
+    assert marks[0].get_ydata()[0] == pytest.approx(-0.5)
+    assert not stress.collections  # no band
+
+
+def test_final_returns_one_dot_per_run_by_hand(figures):
+    stress = figures["final_return"].axes[0]
+    dots = {c.get_label(): sorted(c.get_offsets()[:, 0]) for c in stress.collections}
+    # none: seeds 0 and 1 end at 1.0; seed 2 diverged, counted at the random policy's -0.6
+    assert dots == {"none": [1.0, 1.0], "none: diverged": [-0.6], "clipnorm": [0.0, 1.0, 1.0]}
+    assert [t.get_text() for t in stress.get_yticklabels()] == ["none", "clipnorm"]
+    low, high = stress.get_xlim()
+    assert low < -0.6 and high > 1.0  # every run inside the panel
+    assert stress.get_title(loc="left") == "regime=stress\nn=3 each"
 
 
 def test_itt_matrix_by_hand():
@@ -138,29 +159,45 @@ def test_itt_matrix_by_hand():
     np.testing.assert_allclose(values, [[0.1, 0.2, 0.3], [0.5, -0.6, -0.6]])
 
 
-def test_return_bands_stay_in_the_support(figures):
-    fig = figures["return"]
-    for ax in fig.axes:
-        for band in ax.collections:
-            y = band.get_paths()[0].vertices[:, 1]
-            assert y.min() >= -1.0 and y.max() <= 1.0
+def test_no_band_below_ten_runs_in_any_figure(figures):
+    for name in ("grad_norm", "hidden"):  # 3 runs a line: the curves, no band
+        for ax in figures[name].axes:
+            assert ax.get_lines() and not ax.collections, name
+    mean, low, high = mean_band(np.arange(18.0).reshape(9, 2))
+    np.testing.assert_allclose(mean, [8, 9])
+    assert MIN_BAND_RUNS == 10 and np.isnan(low).all() and np.isnan(high).all()
+    mean, low, high = mean_band(np.arange(20.0).reshape(10, 2), n_resamples=99)
+    assert np.isfinite(low).all() and np.all(low <= mean) and np.all(mean <= high)
+
+
+def test_bands_from_ten_runs_and_inside_the_support(tmp_path):
+    for seed in range(10):
+        _job(tmp_path, "tuned", "none", seed, [-1.0, 0.0, 1.0, 1.0 if seed % 2 else -1.0])
+    results = load_results(tmp_path)
+    curves = run_curves(results.averaged)
+    fig = survivor_curves(results, curves, "grad/global_norm", ylabel="g", log=True,
+                          n_resamples=99)  # fmt: skip
+    (band,) = fig.axes[0].collections
+    y = band.get_paths()[0].vertices[:, 1]
+    # per-step norms 2**seed (seeds 0-9): the band of their geometric mean lies in [1, 512]
+    assert y.min() >= 1.0 and y.max() <= 2.0**9
 
 
 def test_percentile_band_stays_in_bounds_where_a_t_interval_leaves():
-    values = np.array([[1.0], [1.0], [1.0], [-1.0]])  # mean 0.5, sd 1, sem 0.5, t(3) = 3.18
-    t_low, t_high = stats.t.interval(0.95, 3, loc=0.5, scale=0.5)
-    assert t_low < -1 and t_high > 1  # the old band: [-1.09, 2.09], outside [-1, 1]
+    values = np.array([[1.0]] * 9 + [[-1.0]])  # mean 0.8, sd 0.632, sem 0.2, t(9) = 2.26
+    t_low, t_high = stats.t.interval(0.95, 9, loc=0.8, scale=np.sqrt(0.4 / 10))
+    assert t_high > 1  # the old band's top: 1.25, outside [-1, 1]
     mean, low, high = mean_band(values, n_resamples=999, seed=0)
-    assert mean[0] == 0.5 and -1 <= low[0] <= 0.5 <= high[0] <= 1
+    assert mean[0] == pytest.approx(0.8) and -1 <= low[0] <= 0.8 <= high[0] <= 1
     rng = np.random.default_rng(1)
-    for n in (2, 3, 5, 10):  # bounded data of every small size: the band within [min, max]
+    for n in (10, 11, 15, 20):  # bounded data of small sizes: the band within [min, max]
         data = rng.choice([-1.0, -0.6, 1.0], size=(n, 7))
         _, low, high = mean_band(data, n_resamples=199, seed=n)
         assert np.all(low >= data.min(axis=0)) and np.all(high <= data.max(axis=0))
 
 
 def test_band_is_seeded_and_none_for_one_run():
-    data = np.random.default_rng(0).normal(size=(6, 3))
+    data = np.random.default_rng(0).normal(size=(12, 3))
     a, b = mean_band(data, seed=4), mean_band(data, seed=4)
     for x, y in zip(a, b, strict=True):
         np.testing.assert_array_equal(x, y)
@@ -182,6 +219,8 @@ def test_survivor_curve_geometric_mean_by_hand(figures):
 
 def test_one_panel_per_regime_in_every_figure(figures):
     for name, fig in figures.items():
+        if name == "return":
+            continue  # one panel per arm and regime: test_return_draws_every_run_by_hand
         visible = [ax for ax in fig.axes if ax.get_visible()]
         assert len(visible) == 2, name
         titles = [ax.get_title(loc="left").splitlines()[0] for ax in visible]
@@ -192,8 +231,8 @@ def test_a_variant_has_its_registry_colour_in_every_figure(figures):
     # registry order: none 0, scale_gradient 1, stop_gradient 2, clipnorm 3: clipnorm is the
     # 4th colour although it is the second variant of this folder
     for name, fig in figures.items():
-        if name == "divergence":
-            continue
+        if name in ("outcome", "return", "final_return"):
+            continue  # bars coloured by class; the runs: by hand above
         for ax in fig.axes:
             colours = {ln.get_label(): ln.get_color() for ln in ax.get_lines()}
             assert colours.get("none", OKABE_ITO[0]) == OKABE_ITO[0], name
@@ -233,34 +272,92 @@ def test_hidden_grad_by_depth(figures):
     np.testing.assert_allclose(line.get_ydata(), 4.0 * 2.0 ** -np.arange(3))
 
 
-def test_divergence_counts(folder):
-    fig = divergence_counts(load_results(folder))
-    stress = fig.axes[0]
-    assert [c.get_label() for c in stress.containers] == ["completed", "diverged"]
-    assert [t.get_text() for t in stress.texts] == ["1/3", "0/3"]  # none, clipnorm
-    assert [b.get_width() for b in stress.containers[0]] == [2, 3]
+def _hand_built(rows):
+    """A Results of hand-written rows ``(regime, variant, status, outcome, threshold)``."""
+    runs = pd.DataFrame(rows, columns=["regime", "variant", "status", "outcome", "threshold"])
+    runs = runs.assign(job=[f"j{i}" for i in range(len(runs))], seed=range(len(runs)))
+    return Results(root=None, ablation="hs", group_keys=("regime", "variant"), runs=runs)
+
+
+def test_outcome_bars_equal_hand_counts():
+    c, d = "completed", "diverged"
+    rows = [
+        # stress, none: 1 held, 2 lost, 1 diverged after, 3 diverged before, 1 never, 1 crashed
+        ("stress", "none", c, "held", 0.9),
+        ("stress", "none", c, "lost", 0.9),
+        ("stress", "none", c, "lost", 0.9),
+        ("stress", "none", d, "diverged_after_learning", 0.9),
+        ("stress", "none", d, "diverged_before_learning", 0.9),
+        ("stress", "none", d, "diverged_before_learning", 0.9),
+        ("stress", "none", d, "diverged_before_learning", 0.9),
+        ("stress", "none", c, "never_learned", 0.9),
+        ("stress", "none", "failed", None, 0.9),
+        # stress, scale_gradient: 3 held, 1 never learned, 1 with no outcome (stopped early)
+        ("stress", "scale_gradient", c, "held", 0.9),
+        ("stress", "scale_gradient", c, "held", 0.9),
+        ("stress", "scale_gradient", c, "held", 0.9),
+        ("stress", "scale_gradient", c, "never_learned", 0.9),
+        ("stress", "scale_gradient", c, None, 0.9),
+        # tuned: 2 held each
+        ("tuned", "none", c, "held", 0.9),
+        ("tuned", "none", c, "held", 0.9),
+        ("tuned", "scale_gradient", c, "held", 0.9),
+        ("tuned", "scale_gradient", c, "held", 0.9),
+    ]
+    fig = outcome_counts(_hand_built(rows))
+    stress, tuned = fig.axes
+    expected = {  # segment: [none, scale_gradient], top to bottom
+        "held": [1, 3],
+        "lost": [2, 0],
+        "diverged_after_learning": [1, 0],
+        "diverged_before_learning": [3, 0],
+        "never_learned": [1, 1],
+        "no outcome": [0, 1],
+        "not finished": [1, 0],
+    }
+    assert [b.get_label() for b in stress.containers] == list(expected)  # SEGMENTS order
+    for bars in stress.containers:
+        assert [b.get_width() for b in bars] == expected[bars.get_label()], bars.get_label()
+    # each bar starts where the previous segment ended, and ends at n
+    ends = np.sum([[b.get_width() for b in bars] for bars in stress.containers], axis=0)
+    assert list(ends) == [9, 5]
+    assert [t.get_text() for t in stress.texts if t.get_text().startswith("n=")] == ["n=9", "n=5"]
+    assert [b.get_width() for b in tuned.containers[0]] == [2, 2]
     assert stress.get_ylim() == (1.5, -0.5)  # the first variant (registry order) on top
-    assert [t.get_text() for t in stress.get_yticklabels()] == ["none", "clipnorm"]
-    assert fig.axes[1].get_ylim() == (1.5, -0.5)  # shared: not inverted back by the 2nd panel
+    assert [t.get_text() for t in stress.get_yticklabels()] == ["none", "scale_gradient"]
+    assert tuned.get_ylim() == (1.5, -0.5)  # shared: not inverted back by the 2nd panel
 
 
-def test_every_status_has_a_bar_style(tmp_path):
+def test_outcome_of_a_task_without_threshold_says_so():
+    rows = [("stress", v, "completed", None, np.nan) for v in ("none", "none", "maxnorm")]
+    ax = outcome_counts(_hand_built(rows)).axes[0]
+    assert [c.get_label() for c in ax.containers] == ["no threshold"]
+    assert [b.get_width() for b in ax.containers[0]] == [2, 1]
+    assert "no threshold" in ax.get_title(loc="left")
+
+
+def test_every_status_is_counted_in_the_outcome_figure(tmp_path):
     for seed, status in enumerate(STATUSES):
         job = tmp_path / status
         job.mkdir()
         summary = {"status": status, "job": status, "seed": seed, "group": {"variant": "none"}}
         (job / "summary.json").write_text(json.dumps(summary))
-    ax = divergence_counts(load_results(tmp_path)).axes[0]
-    assert [c.get_label() for c in ax.containers] == list(STATUSES)
-    assert set(STATUS_STYLES) == set(STATUSES)
+    ax = outcome_counts(load_results(tmp_path)).axes[0]
+    widths = {c.get_label(): c[0].get_width() for c in ax.containers}
+    unfinished = len([s for s in STATUSES if s not in ("completed", "diverged")])
+    # no threshold in these summaries: the finished ones have no class
+    assert widths == {"no threshold": 2, "not finished": unfinished}
+    assert set(widths) <= set(SEGMENTS)
 
 
 def test_plot_all_writes_png_and_pdf(folder, tmp_path):
-    written = plot_all(load_results(folder), tmp_path / "figs", random_return_value=_RANDOM,
+    plotted = plot_all(load_results(folder), tmp_path / "figs", random_return_value=_RANDOM,
                        n_resamples=99)  # fmt: skip
-    names = {"return", "loss", "grad_norm", "hidden_grad_depth", "profile", "divergence"}
-    assert set(written) == names
-    for png, pdf in written.values():
+    names = {"return", "final_return", "loss", "grad_norm", "hidden_grad_depth", "outcome"}
+    assert set(plotted.written) == names
+    assert list(plotted.skipped) == ["profile"]  # 3 runs an arm
+    assert "needs >= 10 runs per arm" in plotted.skipped["profile"]
+    for png, pdf in plotted.written.values():
         assert png.read_bytes()[:4] == b"\x89PNG" and png.stat().st_size > 5000
         assert pdf.read_bytes()[:4] == b"%PDF" and pdf.stat().st_size > 1000
 
@@ -285,8 +382,8 @@ def test_plot_all_skips_figures_without_data(tmp_path):
     job = next(tmp_path.iterdir())
     rows = [{"step": 1, "loss/total": 1.0}, {"step": 2, "loss/total": 0.5}]
     (job / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
-    written = plot_all(load_results(tmp_path), tmp_path / "figs")  # ...and only losses logged
-    assert set(written) == {"loss", "divergence"}
+    plotted = plot_all(load_results(tmp_path), tmp_path / "figs")  # ...and only losses logged
+    assert set(plotted.written) == {"loss", "final_return", "outcome"}
 
 
 def test_random_return_from_the_task_registry(tmp_path):

@@ -18,7 +18,6 @@ from experiments.report.style import figure_legend
 
 __all__ = [
     "GREY",
-    "STATUS_STYLES",
     "divergence_handle",
     "diverged_steps",
     "log_y",
@@ -29,16 +28,6 @@ __all__ = [
     "with_lines",
 ]
 
-STATUS_STYLES = {
-    "completed": {"facecolor": "#C8C8C8"},
-    "diverged": {"facecolor": "#262626"},
-    "failed": {"facecolor": "white", "hatch": "xxxx"},
-    "timeout": {"facecolor": "#8A8A8A"},
-    "interrupted": {"facecolor": "white", "hatch": "////"},
-    "running": {"facecolor": "white", "hatch": "...."},
-}
-"""Bar styles per run status (:data:`experiments.jobs.summary.STATUSES`): greys and hatches, so
-that no status borrows a variant's colour."""
 GREY = "#555555"
 _MARKS = 5  # markers per line (identity in grey print), staggered across lines
 

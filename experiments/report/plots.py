@@ -1,22 +1,26 @@
-"""Publication figures of one results folder: return curves, gradient norms, loss, per-depth
-gradients, run status and (from :mod:`experiments.report.profile`) performance profiles.
+"""Publication figures of one results folder: the runs' returns, gradient norms, loss, per-depth
+gradients, and (from their modules) final returns (:mod:`~experiments.report.final_returns`), run
+outcomes (:mod:`~experiments.report.run_status`) and performance profiles
+(:mod:`~experiments.report.profile`).
 
 Every figure follows the same rules (``docs/figures.md`` shows each one and its caption):
 
 * **small multiples**: one panel per regime (per combination of the varying keys other than the
   compared one, :mod:`experiments.report.layout`), one line per variant, y shared across panels;
+  the return figure goes further, one panel per arm and regime, since it draws every run;
 * **one look per variant**: colour (Okabe-Ito), line style and marker keyed by the variant's
   position in the variant registry, the same in every figure (:mod:`experiments.report.style`);
 * **one legend per figure**, below the panels, outside every data area;
-* **every run counts** in return curves: a diverged run contributes its task's random-policy
-  return from its divergence on (:mod:`experiments.report.itt`), so a line's n is constant; an
-  ``x`` on the line marks each divergence. Gradient-norm and loss curves have no value for a
-  diverged run after its divergence: they show the runs still training, the ``x`` marks where
-  each run stopped, and the panel title says how many diverged;
-* **bands inside the support**: a seeded percentile bootstrap of the mean over runs
-  (:mod:`experiments.report.bands`), which never leaves the range of the data; log-scale
-  quantities (gradient norms) are averaged and bootstrapped in log10 (the line is the geometric
-  mean);
+* **every run counts** in returns: a diverged run contributes its task's random-policy return from
+  its divergence on (:mod:`experiments.report.itt`), an ``x`` marking where it diverged; no
+  mean of returns is drawn (an outcome where runs learn or diverge is bimodal, and its mean
+  matches no run). Gradient-norm and loss curves have no value for a diverged run after its
+  divergence: they show the runs still training, the ``x`` marks where each run stopped, and the
+  panel title says how many diverged;
+* **bands inside the support, and only over >= 10 runs**: a seeded percentile bootstrap of the
+  mean over runs (:mod:`experiments.report.bands`), which never leaves the range of the data;
+  log-scale quantities (gradient norms) are averaged and bootstrapped in log10 (the line is the
+  geometric mean); a line over fewer than 10 runs has no band;
 * **a paper's size**: 3.3 in wide, fonts >= 7 pt, PNG (300 dpi) and PDF.
 
 Figures are built without ``pyplot`` (no global figure registry), so tests can inspect them.
@@ -26,6 +30,7 @@ committed ``curves.csv.gz`` on a fresh clone).
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import matplotlib as mpl
@@ -35,12 +40,11 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from experiments.jobs.summary import STATUSES
+from experiments.errors import ConfigError
 from experiments.report.bands import mean_band
 from experiments.report.curves import run_curves
 from experiments.report.drawing import (
     GREY,
-    STATUS_STYLES,
     diverged_steps,
     divergence_handle,
     log_y,
@@ -50,22 +54,47 @@ from experiments.report.drawing import (
     variant_legend,
     with_lines,
 )
+from experiments.report.final_returns import final_returns
 from experiments.report.itt import itt_matrix, run_random_return
 from experiments.report.layout import layout_of, panel_grid
-from experiments.report.profile import performance_profiles
-from experiments.report.results import AVERAGED, Results, load_curves
-from experiments.report.style import OKABE_ITO, STYLE, figure_legend, save_figure
+from experiments.report.profile import check_profile_runs, performance_profiles
+from experiments.report.results import Results, load_curves
+from experiments.report.run_status import outcome_counts
+from experiments.report.style import OKABE_ITO, STYLE, figure_legend, fold_label, save_figure
 
 __all__ = [
     "OKABE_ITO",
-    "divergence_counts",
+    "Plotted",
+    "arm_panels",
+    "final_returns",
     "hidden_grad_by_depth",
+    "outcome_counts",
     "performance_profiles",
     "plot_all",
     "return_curves",
     "save_figure",
     "survivor_curves",
 ]
+
+_ARM_PANEL_HEIGHT = 1.2  # inches per row of arm panels
+_RUN_ALPHA = 0.35
+_DARK = "#262626"
+
+
+def arm_panels(runs: pd.DataFrame, layout) -> list[tuple[str, str, pd.DataFrame]]:
+    """``(arm, title, runs)`` per small multiple: one panel per arm (line value) and regime
+    (combination of the other varying keys), arm-major in legend order, so that with two regimes
+    each row of a two-column grid is one arm and each column one regime. The title is the arm and
+    the regime's values (``scale_gradient, stress``)."""
+    regimes = list(layout.panels(runs))
+    out = []
+    for value in layout.values:
+        for label, panel in regimes:
+            members = panel[panel[layout.line_key].astype(str) == value]
+            if len(members):
+                where = ", ".join(part.split("=", 1)[-1] for part in label.split(", "))
+                out.append((value, f"{value}, {where}" if label else value, members))
+    return out
 
 
 def return_curves(
@@ -74,11 +103,13 @@ def return_curves(
     *,
     random_return_value: float | None = None,
     threshold: float | None = None,
-    n_resamples: int = 2000,
-    seed: int = 0,
 ) -> Figure:
-    """Evaluation return per panel (regime), one line per variant: the mean over **every** run
-    (intention to treat) with a 95% percentile-bootstrap band.
+    """Evaluation return of **every run**, one thin line per run, one panel per arm (and regime):
+    no mean is drawn, since a bimodal outcome (runs that learn and runs that diverge) has a mean
+    that matches no run.
+
+    A run that diverged counts as its task's random-policy return from its divergence on
+    (intention to treat, :mod:`experiments.report.itt`), marked ``x`` where it diverged.
 
     Args:
       results: the folder.
@@ -86,63 +117,57 @@ def return_curves(
       random_return_value: the task's random-policy episode return (unscaled); None: from the
         task registry. Needed only when a run diverged.
       threshold: a dashed horizontal line (the task's success return), if given.
-      n_resamples: bootstrap resamples per band.
-      seed: seeds every band (same folder, same figure).
 
     Returns:
-      The figure: one axes per panel; per line ``ax.get_lines()`` holds the mean line (label the
-      variant, ``get_xdata``: evaluation steps) then, if runs diverged, their ``x`` marks.
+      The figure: one axes per (arm, regime), titled ``arm, v`` over ``n=N, k diverged``; its
+      lines labelled ``run`` (one per run, ``get_xdata``: evaluation steps, ``get_ydata``: that
+      run's returns, intention to treat), then one ``x`` mark line per diverged run.
     """
     runs = results.averaged
     layout = layout_of(runs, results.group_keys)
-    panels = list(layout.panels(with_lines(runs, layout)))
+    panels = arm_panels(with_lines(runs, layout), layout)
     evals = curves.dropna(subset=["eval/return"]) if "eval/return" in curves else curves
     diverged = any(diverged_steps(runs).notna())
     with mpl.rc_context(STYLE):
-        fig, axes = panel_grid(len(panels))
-        for ax, (label, panel) in zip(axes, panels, strict=False):
-            for order, (value, members) in enumerate(layout.lines(panel)):
-                members = members.assign(diverged_step=diverged_steps(members))
-                fill = {
-                    run.job: run_random_return(run.path, explicit=random_return_value)
-                    for run in members.itertuples()
-                    if run.diverged_step == run.diverged_step
-                }
-                steps, values = itt_matrix(evals[evals["job"].isin(members["job"])], members, fill)
-                if not len(steps):
-                    continue
-                mean, low, high = mean_band(values, n_resamples=n_resamples, seed=seed)
-                style = layout.styles[value]
-                plot_line(ax, steps, mean, low, high, style, order=order)
-                ax.get_lines()[-1].set_label(value)
-                mark_divergences(ax, steps, mean, members["diverged_step"].to_numpy(float), style)
-            panel_title(ax, label, panel)
+        fig, axes = panel_grid(len(panels), height=_ARM_PANEL_HEIGHT)
+        for ax, (value, title, members) in zip(axes, panels, strict=False):
+            members = members.assign(diverged_step=diverged_steps(members))
+            fill = {
+                run.job: run_random_return(run.path, explicit=random_return_value)
+                for run in members.itertuples()
+                if run.diverged_step == run.diverged_step
+            }
+            steps, values = itt_matrix(evals[evals["job"].isin(members["job"])], members, fill)
+            colour = layout.styles[value]["color"]
+            for row in values:
+                ax.plot(steps, row, color=colour, linewidth=0.5, alpha=_RUN_ALPHA, label="run")
+            at = members["diverged_step"].to_numpy(float)
+            for row, step in zip(values, at, strict=True):
+                if step == step and len(steps):
+                    x = float(np.clip(step, steps[0], steps[-1]))
+                    ax.plot([x], [np.interp(x, steps, row)], linestyle="none", marker="x",
+                            markersize=3, markeredgewidth=0.7, color=_DARK, zorder=4)  # fmt: skip
+            k = int(members["diverged_step"].notna().sum())
+            ax.set_title(f"{fold_label(title)}\nn={len(members)}, {k} diverged", loc="left")
             if threshold is not None:
                 ax.axhline(threshold, color=GREY, linestyle="--", linewidth=0.7)
-            for level in sorted(set(_fills(runs, random_return_value)) if diverged else ()):
+            for level in sorted(set(fill.values())):
                 ax.axhline(level, color=GREY, linestyle=":", linewidth=0.8)
+        for ax in axes[-min(2, len(axes)) :]:
             ax.set_xlabel("training step")
         for ax in axes[:: min(2, len(axes))]:
             ax.set_ylabel("evaluation return")
-        extra = []
+        handles = [(Line2D([], [], color=GREY, linewidth=0.6), "one run (colour: arm)")]
         if threshold is not None:
-            extra.append((Line2D([], [], color=GREY, linestyle="--", linewidth=0.7), "threshold"))
+            handles.append((Line2D([], [], color=GREY, linestyle="--", linewidth=0.7),
+                            "threshold"))  # fmt: skip
         if diverged:
-            extra.append((Line2D([], [], color=GREY, linestyle=":", linewidth=0.8),
-                          "random policy (diverged runs)"))  # fmt: skip
-            extra.append(divergence_handle())
-        variant_legend(fig, layout, extra)
+            handles.append((Line2D([], [], color=GREY, linestyle=":", linewidth=0.8),
+                            "random policy (diverged runs)"))  # fmt: skip
+            handles.append((Line2D([], [], linestyle="none", marker="x", color=_DARK,
+                                   markersize=4), "run diverged"))  # fmt: skip
+        figure_legend(fig, [h for h, _ in handles], [label for _, label in handles])
     return fig
-
-
-def _fills(runs: pd.DataFrame, explicit: float | None) -> list[float]:
-    """The random-policy returns the diverged runs were held at."""
-    steps = diverged_steps(runs)
-    return [
-        run_random_return(run.path, explicit=explicit)
-        for run, step in zip(runs.itertuples(), steps, strict=True)
-        if step == step
-    ]
 
 
 def _binned(curves: pd.DataFrame, key: str, *, n_bins: int, log: bool) -> pd.DataFrame:
@@ -279,46 +304,18 @@ def hidden_grad_by_depth(
     return fig
 
 
-def divergence_counts(results: Results) -> Figure:
-    """Horizontal stacked bars per panel: runs per status for each variant, ``k/n diverged``.
+@dataclasses.dataclass(frozen=True)
+class Plotted:
+    """What :func:`plot_all` did.
 
-    Returns:
-      The figure; per panel one bar container per status present (in :data:`STATUSES` order).
+    Attributes:
+      written: figure name -> its written paths (PNG, PDF).
+      skipped: figure name -> the one-line reason it was not drawn (a performance profile with
+        an arm under 10 runs); a figure without data at all is neither written nor listed.
     """
-    runs = results.runs
-    layout = layout_of(runs, results.group_keys)
-    panels = list(layout.panels(with_lines(runs, layout)))
-    statuses = [s for s in STATUSES if s in set(runs["status"])]
-    n_values = len(layout.values)
-    with mpl.rc_context(STYLE):
-        fig, axes = panel_grid(len(panels), height=0.2 * n_values + 0.45)
-        most = max(len(members) for _, p in panels for _, members in layout.lines(p))
-        for ax, (label, panel) in zip(axes, panels, strict=False):
-            counts = panel.groupby(["_line", "status"]).size().unstack(fill_value=0)
-            counts = counts.reindex(index=list(layout.values), columns=statuses, fill_value=0)
-            y = np.arange(n_values)
-            left = np.zeros(n_values)
-            for status in statuses:
-                width = counts[status].to_numpy()
-                ax.barh(y, width, left=left, label=status, height=0.65, edgecolor="#262626",
-                        linewidth=0.4, **STATUS_STYLES[status])  # fmt: skip
-                left += width
-            for yi, value in zip(y, layout.values, strict=True):
-                finished = int(counts.loc[value, [s for s in AVERAGED if s in counts]].sum())
-                k = int(counts.loc[value].get("diverged", 0))
-                ax.text(left[yi] + 0.15, yi, f"{k}/{finished}", va="center")
-            ax.set_yticks(y, layout.values)
-            ax.set_ylim(n_values - 0.5, -0.5)  # first value on top (set, not toggled: y is shared)
-            ax.set_xlim(0, most * 1.35 + 0.5)
-            ax.xaxis.get_major_locator().set_params(integer=True)
-            ax.grid(axis="y", visible=False)
-            ax.set_xlabel("runs (seeds)")
-            if label:
-                ax.set_title(label, loc="left")
-        handles = [mpl.patches.Patch(edgecolor="#262626", linewidth=0.4, **STATUS_STYLES[s])
-                   for s in statuses]  # fmt: skip
-        figure_legend(fig, handles, statuses, title="status (k/n: diverged of finished runs)")
-    return fig
+
+    written: dict[str, list[Path]]
+    skipped: dict[str, str]
 
 
 def plot_all(
@@ -328,13 +325,15 @@ def plot_all(
     random_return_value: float | None = None,
     n_resamples: int = 2000,
     seed: int = 0,
-) -> dict[str, list[Path]]:
+) -> Plotted:
     """Every figure of the folder, as PNG and PDF.
 
-    Figures: ``return`` (evaluation return, every run counted), ``grad_norm`` (global gradient
-    norm, log y), ``loss`` (total loss, log y), ``hidden_grad_depth`` (gradient at the hidden
-    state per depth; needs ``metrics.jsonl``), ``profile`` (performance profile of the final
-    return), ``divergence`` (run status). A figure without data is skipped.
+    Figures: ``return`` (evaluation return of every run, one panel per arm), ``final_return``
+    (each run's final return, intention to treat, per arm), ``grad_norm`` (global gradient norm,
+    log y), ``loss`` (total loss, log y), ``hidden_grad_depth`` (gradient at the hidden state per
+    depth; needs ``metrics.jsonl``), ``profile`` (performance profile of the final return; only
+    where every arm has >= 10 runs, else skipped with its reason), ``outcome`` (run status: the
+    outcome classes per arm). A figure without data is skipped silently.
 
     Args:
       results: the folder.
@@ -345,21 +344,22 @@ def plot_all(
       seed: seeds every band.
 
     Returns:
-      Figure name -> the written paths.
+      The written paths per figure and the skipped figures with their reasons.
     """
     curves = run_curves(results.averaged)
     thresholds = results.runs["threshold"].dropna().unique()
     threshold = float(thresholds[0]) if len(thresholds) == 1 else None
     boot = {"n_resamples": n_resamples, "seed": seed}
-    figures = {}
+    itt = {"random_return_value": random_return_value}
+    figures, skipped = {}, {}
 
     def has(key: str) -> bool:
         return key in curves and curves[key].notna().any()
 
     if has("eval/return"):
-        figures["return"] = return_curves(
-            results, curves, threshold=threshold, random_return_value=random_return_value, **boot
-        )
+        figures["return"] = return_curves(results, curves, threshold=threshold, **itt)
+    if len(results.averaged):
+        figures["final_return"] = final_returns(results, threshold=threshold, **itt)
     if has("grad/global_norm"):
         figures["grad_norm"] = survivor_curves(
             results, curves, "grad/global_norm", ylabel="global gradient norm", log=True, **boot
@@ -373,7 +373,14 @@ def plot_all(
     full = load_curves(results)
     if any(c.startswith("grad/hidden_depth_") for c in full.columns):
         figures["hidden_grad_depth"] = hidden_grad_by_depth(results, full, **boot)
-    if results.averaged["final_return"].notna().any():
-        figures["profile"] = performance_profiles(results, **boot)
-    figures["divergence"] = divergence_counts(results)
-    return {name: save_figure(fig, out_dir, name) for name, fig in figures.items()}
+    if len(results.averaged):
+        layout = layout_of(results.averaged, results.group_keys)
+        try:
+            check_profile_runs(results.averaged, layout)
+        except ConfigError as err:
+            skipped["profile"] = str(err)
+        else:
+            figures["profile"] = performance_profiles(results, **itt, **boot)
+    figures["outcome"] = outcome_counts(results)
+    written = {name: save_figure(fig, out_dir, name) for name, fig in figures.items()}
+    return Plotted(written, skipped)

@@ -29,6 +29,7 @@ __all__ = [
     "PANEL_HEIGHT",
     "STYLE",
     "figure_legend",
+    "fold_label",
     "line_style",
     "registry_order",
     "save_figure",
@@ -130,10 +131,16 @@ def value_styles(key: str | None, values: Sequence[str]) -> dict[str, dict]:
     return {str(v): line_style(look[str(v)]) for v in values}
 
 
+def fold_label(label: str, *, width: int = 20) -> str:
+    """An arm's parameters on a line of their own when the label is longer than ``width``:
+    ``clipnorm (clipnorm=0.6)`` -> ``clipnorm\n(clipnorm=0.6)``."""
+    return label.replace(" (", "\n(") if len(label) > width else label
+
+
 def figure_legend(fig: Figure, handles: list, labels: list[str], *, title: str | None = None):
     """One legend for the whole figure, below the panels (outside every data area)."""
     # an arm's parameters on a line of their own, so two columns fit the figure's width
-    labels = [label.replace(" (", "\n(") if len(label) > 20 else label for label in labels]
+    labels = [fold_label(label) for label in labels]
     longest = max((len(line) for label in labels for line in label.split("\n")), default=0)
     ncols = 2 if longest > 14 else 3
     ncols = min(ncols, len(labels)) or 1

@@ -1,0 +1,135 @@
+"""The run-status figure: every run of each arm by its outcome class, as counts out of n.
+
+One horizontal stacked bar per arm (one panel per regime, arms in registry order, first on top),
+its segments the runs of each class of :data:`experiments.outcome.CLASSES` (``held``, ``lost``,
+``diverged_after_learning``, ``diverged_before_learning``, ``never_learned``; the ``outcome``
+column of :attr:`~experiments.report.results.Results.runs`), then the runs that have none:
+
+* ``no threshold``: a finished run of a task without a declared threshold (no class is defined);
+* ``no outcome``: a finished run of a task with a threshold that lacks the figures its class needs
+  (e.g. a learned run stopped before its final window);
+* ``not finished``: a job that crashed, timed out, was interrupted or is still running (its
+  status is not one of :data:`~experiments.report.results.AVERAGED`); the design counts it.
+
+So a bar's length is the arm's number of jobs, n, written at its end; each segment of at least
+:data:`_LABELLED` of the longest bar carries its count. Classes are coloured by what happened
+(blues: learned; oranges/reds, hatched: diverged; grey: never learned), never in a variant's
+colour.
+"""
+
+from __future__ import annotations
+
+import matplotlib as mpl
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from experiments.outcome import CLASSES
+from experiments.report.drawing import with_lines
+from experiments.report.layout import layout_of, panel_grid
+from experiments.report.results import AVERAGED, Results
+from experiments.report.style import STYLE, figure_legend, fold_label
+
+__all__ = ["OUTCOME_STYLES", "SEGMENTS", "outcome_counts", "outcome_table"]
+
+SEGMENTS = (*CLASSES, "no threshold", "no outcome", "not finished")
+"""The bar segments, in drawing order."""
+
+OUTCOME_STYLES = {
+    "held": {"facecolor": "#2166AC"},
+    "lost": {"facecolor": "#92C5DE"},
+    "diverged_after_learning": {"facecolor": "#F4A582", "hatch": "///"},
+    "diverged_before_learning": {"facecolor": "#D6604D", "hatch": "xx"},
+    "never_learned": {"facecolor": "#D9D9D9"},
+    "no threshold": {"facecolor": "white", "hatch": "...."},
+    "no outcome": {"facecolor": "white"},
+    "not finished": {"facecolor": "#8A8A8A", "hatch": "\\\\\\\\"},
+}
+"""Bar style per segment: greys and hatches keep the classes apart in grey print."""
+_DARK = {"held"}  # white count labels (hatched segments: dark on a white box)
+_LABELLED = 0.06
+_ROW = 0.24  # inches per arm
+
+
+def _segment(row: pd.Series) -> str:
+    if row["status"] not in AVERAGED:
+        return "not finished"
+    outcome = row.get("outcome")
+    if isinstance(outcome, str) and outcome in CLASSES:
+        return outcome
+    threshold = pd.to_numeric(pd.Series([row.get("threshold")]), errors="coerce").iloc[0]
+    return "no threshold" if threshold != threshold else "no outcome"
+
+
+def outcome_table(runs: pd.DataFrame, line_key: str, values: tuple[str, ...]) -> pd.DataFrame:
+    """Runs per segment for each arm of one panel.
+
+    Args:
+      runs: ``[N]`` rows of ``Results.runs`` with ``status``, ``outcome``, ``threshold`` and
+        ``line_key``.
+      line_key: the compared key (``variant``).
+      values: the arms, in the order the bars are drawn.
+
+    Returns:
+      ``[arms, segments]`` integer counts, index ``values``, columns :data:`SEGMENTS`; a row sums
+      to the arm's number of jobs.
+    """
+    segments = runs.apply(_segment, axis=1) if len(runs) else pd.Series([], dtype=object)
+    frame = pd.DataFrame({"arm": runs[line_key].astype(str), "segment": segments})
+    counts = frame.groupby(["arm", "segment"]).size().unstack(fill_value=0)
+    return counts.reindex(index=list(values), columns=list(SEGMENTS), fill_value=0).astype(int)
+
+
+def outcome_counts(results: Results) -> Figure:
+    """Horizontal stacked bars per panel (regime): each arm's jobs by outcome class.
+
+    Returns:
+      The figure; per panel one bar container per segment present anywhere in the figure (in
+      :data:`SEGMENTS` order, ``container.get_label()`` the segment, bar widths the counts per arm
+      top to bottom), the text ``n=N`` at each bar's end, and the count inside each wide segment.
+    """
+    runs = results.runs
+    layout = layout_of(runs, results.group_keys)
+    panels = list(layout.panels(with_lines(runs, layout)))
+    tables = [
+        (label, outcome_table(panel, layout.line_key, layout.values)) for label, panel in panels
+    ]
+    shown = [s for s in SEGMENTS if any(t[s].sum() for _, t in tables)]
+    n_values = len(layout.values)
+    most = max(int(t.sum(axis=1).max()) for _, t in tables)
+    with mpl.rc_context(STYLE):
+        fig, axes = panel_grid(len(panels), height=_ROW * n_values + 0.5)
+        for ax, (label, counts) in zip(axes, tables, strict=False):
+            y = np.arange(n_values)
+            left = np.zeros(n_values)
+            for segment in shown:
+                width = counts[segment].to_numpy()
+                ax.barh(y, width, left=left, label=segment, height=0.7, edgecolor="#262626",
+                        linewidth=0.4, **OUTCOME_STYLES[segment])  # fmt: skip
+                colour = "white" if segment in _DARK else "#1A1A1A"
+                for yi, (x0, w) in enumerate(zip(left, width, strict=True)):
+                    if w and w >= _LABELLED * most:
+                        box = {"boxstyle": "round,pad=0.1", "facecolor": "white", "linewidth": 0}
+                        ax.text(x0 + w / 2, yi, str(int(w)), ha="center", va="center",
+                                color=colour, bbox=box if "hatch" in OUTCOME_STYLES[segment]
+                                else None)  # fmt: skip
+                left = left + width
+            for yi, total in enumerate(left):
+                if total:
+                    ax.text(total + most * 0.02, yi, f"n={int(total)}", va="center")
+            ax.set_yticks(y, [fold_label(v) for v in layout.values])
+            ax.set_ylim(n_values - 0.5, -0.5)  # first arm on top (set, not toggled: y shared)
+            ax.set_xlim(0, most * 1.2 + 0.5)
+            ax.xaxis.get_major_locator().set_params(integer=True)
+            ax.grid(axis="y", visible=False)
+            ax.set_xlabel("runs (seeds)")
+            undefined = int(counts["no threshold"].sum())
+            note = "no threshold: outcome undefined" if undefined == int(left.sum()) else ""
+            title = "\n".join(t for t in (label, note) if t)
+            if title:
+                ax.set_title(title, loc="left")
+        handles = [mpl.patches.Patch(edgecolor="#262626", linewidth=0.4, **OUTCOME_STYLES[s])
+                   for s in shown]  # fmt: skip
+        labels = [s.replace("_", " ") for s in shown]
+        figure_legend(fig, handles, labels, title="run outcome (counts of n runs)")
+    return fig
