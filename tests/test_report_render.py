@@ -159,7 +159,7 @@ def test_caption_names_the_analysis_test_strata_and_confirmatory(tmp_path):
         "runs paired by seed (paired analysis)",
         "mean paired difference with 95% paired-bootstrap CI, exact McNemar p",
         "reached by end (CIF): difference of the cumulative incidences with 95% MOVER CI from "
-        "the two arms' CIs, Gray's test (ρ = 0) (unpaired)",
+        "the two arms' CIs, Gray's test (rho = 0) (unpaired)",
         "Holm-adjusted within each regime",
         "stress: m=2 (failed m=1); tuned: m=2",  # the confirmatory contrast left stress's family
         "*: confirmatory, declared before the runs, tested alone (m=1): "

@@ -141,7 +141,7 @@ def _contrasts(table: pd.DataFrame, *, stacked: bool) -> list[str]:
     if "time" in kinds:
         what.append(
             f"{METRICS['steps_to_threshold'].label}: difference of the cumulative incidences with "
-            f"{level} MOVER CI from the two arms' CIs, Gray's test (ρ = 0)"
+            f"{level} MOVER CI from the two arms' CIs, Gray's test (rho = 0)"
             + (" (unpaired)" if paired else "")
         )
     parts.append(f"Δ: {a['compared_key']} minus baseline; " + "; ".join(what) + ".")
