@@ -66,6 +66,7 @@ class Study:
     exploratory_endpoints: tuple[str, ...]
     diverged_return: str
     overrides: tuple[str, ...]
+    faithful: bool = False  # claims MuZero's own setting: normalisation kept, K = 5 (register)
 
     def arm(self, variant: str) -> Arm:
         return next(a for a in self.arms if a.variant == variant)
@@ -176,4 +177,11 @@ def load_study(name: str, config_dir: str | Path) -> Study:
         exploratory_endpoints=tuple(raw.get("exploratory", {}).get("endpoints", ())),
         diverged_return=str(raw.get("diverged_return", "random_policy")),
         overrides=tuple(str(o) for o in raw.get("overrides", ())),
+        faithful=_flag(name, "faithful", raw.get("faithful", False)),
     )
+
+
+def _flag(name: str, key: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{key}={value!r} of study {name!r}; expected true or false")
+    return value

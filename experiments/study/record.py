@@ -103,7 +103,59 @@ def _design(study: Study) -> dict[str, object]:
     for key in ("margin", "margin_reason"):  # records written before margins existed
         if d["primary"].get(key) is None:
             d["primary"].pop(key, None)
+    if not d.get("faithful"):  # records written before the claim existed
+        d.pop("faithful", None)
     return json.loads(json.dumps(d))
+
+
+FAITHFUL = {"muzero.network.normalisation": "minmax", "muzero.unroll_steps": 5}
+"""What a study claiming MuZero's own setting (``faithful: true``) must run with: the
+hidden-state min-max normalisation kept and the paper's K = 5 unroll, in every arm."""
+
+
+def check_faithful(study: Study, configs: dict[str, dict[str, object]]) -> None:
+    """Refuses a ``faithful`` study whose arms do not run with :data:`FAITHFUL`'s settings."""
+    if not study.faithful:
+        return
+    for arm, config in configs.items():
+        for key, want in FAITHFUL.items():
+            if config.get(key) != want:
+                raise ConfigError(
+                    f"study {study.name!r} claims to be faithful, but arm {arm!r} runs with "
+                    f"{key}={config.get(key)!r} (faithful: {want!r}); regime {study.regime!r} "
+                    "is not MuZero's own setting"
+                )
+
+
+def check_fresh_seeds(study: Study, results_dir: str | Path) -> None:
+    """Refuses seeds that any run under ``results_dir`` used, or that another registered study
+    declared: a confirmatory study's seeds are fresh (runs are deterministic per seed, so a seen
+    seed replays a seen result). Names the first clash."""
+    root = Path(results_dir)
+    wanted = set(study.seeds)
+    for path in sorted(root.rglob("summary.json")):
+        try:
+            seed = json.loads(path.read_text(encoding="utf-8")).get("seed")
+        except (OSError, ValueError):
+            continue
+        if isinstance(seed, int) and seed in wanted:
+            raise ConfigError(
+                f"seed {seed} of study {study.name!r} was used by the run "
+                f"{str(path.parent)!r}; a confirmatory study uses seeds no run has used"
+            )
+    for path in sorted(root.rglob(RECORD)):
+        try:
+            other = json.loads(path.read_text(encoding="utf-8"))["design"]
+            start, stop = other["seeds"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        clash = wanted & set(range(int(start), int(stop)))
+        if clash and other.get("name") != study.name:
+            raise ConfigError(
+                f"seeds {min(clash)}..{max(clash)} of study {study.name!r} are registered by "
+                f"study {other.get('name')!r} ({str(path)!r}); a confirmatory study uses fresh "
+                "seeds"
+            )
 
 
 def read_record(study: Study, results_dir: str | Path) -> dict | None:
@@ -163,8 +215,10 @@ def register(
             len(study.seeds),
             alpha=study.primary.alpha,
         )
+    check_fresh_seeds(study, results_dir)
     files = _files(study, config_dir)
     configs = arm_configs(study, config_dir)
+    check_faithful(study, configs)
     code = code_identity(root)
     record = {
         "study": study.name,

@@ -1,0 +1,87 @@
+"""gradlab study register's design checks (issue 38): a study claiming MuZero's own setting
+must keep the normalisation and K = 5; a confirmatory study's seeds are fresh."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from experiments.errors import ConfigError
+from experiments.study.design import load_study
+from experiments.study.record import RECORD, register
+
+CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
+
+
+@pytest.fixture()
+def conf(tmp_path: Path) -> Path:
+    copy = tmp_path / "conf"
+    shutil.copytree(CONF_DIR, copy)
+    return copy
+
+
+def _edit(conf: Path, old: str, new: str) -> None:
+    path = conf / "study" / "catch_stress.yaml"
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+
+
+def test_a_faithful_claim_on_a_regime_without_normalisation_is_refused(conf, tmp_path):
+    _edit(conf, "regime: stress\n", "regime: stress\nfaithful: true\n")
+    study = load_study("catch_stress", conf)
+    assert study.faithful
+    with pytest.raises(ConfigError, match=r"claims to be faithful, but arm 'none' runs with "
+                       r"muzero.network.normalisation='none' \(faithful: 'minmax'\)"):  # fmt: skip
+        register(study, config_dir=conf, results_dir=tmp_path / "results")
+    assert not any((tmp_path / "results").rglob(RECORD))
+
+
+def test_a_faithful_claim_on_the_tuned_regime_is_recorded(conf, tmp_path):
+    _edit(conf, "regime: stress\n", "regime: tuned\nfaithful: true\n")
+    path = register(
+        load_study("catch_stress", conf), config_dir=conf, results_dir=tmp_path / "results"
+    )
+    record = json.loads(path.read_text())
+    assert record["design"]["faithful"] is True
+    configs = record["arm_configs"].values()
+    assert {c["muzero.network.normalisation"] for c in configs} == {"minmax"}
+    assert {c["muzero.unroll_steps"] for c in configs} == {5}
+
+
+def test_faithful_must_be_a_boolean(conf):
+    _edit(conf, "regime: stress\n", "regime: tuned\nfaithful: yes please\n")
+    with pytest.raises(ConfigError, match="faithful='yes please' of study 'catch_stress'"):
+        load_study("catch_stress", conf)
+
+
+def test_seeds_a_run_used_are_refused(conf, tmp_path):
+    results = tmp_path / "results"
+    job = results / "older" / "regime=stress__variant=none__seed=1042"
+    job.mkdir(parents=True)
+    (job / "summary.json").write_text(json.dumps({"seed": 1042, "status": "completed"}))
+    with pytest.raises(ConfigError, match=r"seed 1042 of study 'catch_stress' was used by the "
+                       r"run '.*seed=1042'"):  # fmt: skip
+        register(load_study("catch_stress", conf), config_dir=conf, results_dir=results)
+
+
+def test_seeds_another_study_registered_are_refused(conf, tmp_path):
+    results = tmp_path / "results"
+    other = results / "study_other"
+    other.mkdir(parents=True)
+    (other / RECORD).write_text(json.dumps({"design": {"name": "other", "seeds": [1060, 1100]}}))
+    with pytest.raises(ConfigError, match="seeds 1060..1069 of study 'catch_stress' are "
+                       "registered by study 'other'"):  # fmt: skip
+        register(load_study("catch_stress", conf), config_dir=conf, results_dir=results)
+
+
+def test_the_committed_findings_used_study_1s_seeds(conf):
+    """Against the repository's own results, Study 1's seeds are taken: registering it again
+    (a replay) is refused."""
+    results = Path(__file__).resolve().parents[1] / "results" / "findings"
+    _edit(conf, "ablation: study_catch_stress", "ablation: study_catch_replay")
+    with pytest.raises(ConfigError, match="seed 10[0-6][0-9] of study 'catch_stress' was used"):
+        register(load_study("catch_stress", conf), config_dir=conf, results_dir=results)
