@@ -9,11 +9,14 @@ decides and writes the record and the preset.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from cli._errors import USAGE_ERROR, guarded
+
+if TYPE_CHECKING:
+    from experiments.calibrate import Calibration
 
 __all__ = ["calibrate"]
 
@@ -30,6 +33,24 @@ def _clip_threshold(rung: dict, which: str) -> None:
         median = counts.get(key)
         if median is not None:
             typer.echo(f"clip threshold by {rule} (median gradient norm of {runs}): {median:.4g}")
+
+
+def _print_plan(cal: Calibration) -> None:
+    """``--dry-run``: each rung's settings (rungs before it included) and runs, and where the
+    record and the preset would go."""
+    typer.echo(
+        f"calibration {cal.name}: task={cal.task} ladder={cal.ladder.name} "
+        f"regime={cal.base_regime} --endpoint {cal.endpoint} --rule {cal.rule:g}, seeds "
+        f"{cal.seeds[0]}-{cal.seeds[-1]} ({len(cal.seeds)})"
+    )
+    for i, (rung, settings) in enumerate(zip(cal.ladder.rungs, cal.settings, strict=True), 1):
+        text = " ".join(f"{k}={v}" for k, v in settings.items())
+        typer.echo(
+            f"rung {i}/{len(cal.settings)} {rung.name}: {text} ({len(cal.jobs[i - 1])} runs)"
+        )
+    typer.echo(f"record: {cal.folder / 'calibration.md'}")
+    typer.echo(f"preset if a rung meets the rule: regime={cal.regime} ({cal.preset_path})")
+    typer.echo("dry run: nothing run or written")
 
 
 @guarded
@@ -65,6 +86,24 @@ def calibrate(
             "collapsed) in at least this fraction of the seeds, in [0, 1].",
         ),
     ] = "0.4",
+    endpoint: Annotated[
+        str,
+        typer.Option(
+            "--endpoint",
+            help="What the rule counts: unstable (diverged or collapsed; the default) or "
+            "lost_after_learning (reached the task's threshold, then fell back below it by the "
+            "end or diverged: experiments/outcome.py). lost_after_learning adds "
+            "_lost_after_learning to the folder and preset.",
+        ),
+    ] = "unstable",
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Check everything and print each rung's settings and runs, the folder and the "
+            "preset; run and write nothing.",
+        ),
+    ] = False,
     jobs: Annotated[
         str,
         typer.Option("--jobs", "-j", help="Runs at once, as gradlab sweep --jobs: auto or N."),
@@ -92,6 +131,8 @@ def calibrate(
 
       gradlab calibrate task=cartpole ladder=default --seeds 100-109 --rule 0.4
 
+      gradlab calibrate task=catch ladder=faithful --endpoint lost_after_learning --dry-run
+
       gradlab sweep ablation=hidden_scale regime=calibrated/cartpole task=cartpole
     """
     from cli.jobs import config_dir_of, job_of, parallel_jobs, sweep
@@ -104,9 +145,13 @@ def calibrate(
         seeds=seeds,
         study_seeds=study_seeds,
         rule=rule,
+        endpoint=endpoint,
         config_dir=conf,
         job=job,
     )
+    if dry_run:
+        _print_plan(cal)
+        return
 
     def run_sweep(sweep_overrides: list[str]) -> None:
         try:

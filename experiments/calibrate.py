@@ -3,12 +3,16 @@
 The baseline alone (``variant=none``) runs on calibration seeds, rung by rung up a ladder of
 settings (:mod:`experiments.ladder`), each rung one sweep through the project's sweep machinery
 (the caller hands it in as ``run_sweep``: ``gradlab sweep``'s own function), until the first rung
-whose runs are unstable in at least ``rule`` of the seeds. The record of every rung's counts
+whose runs are unstable in at least ``rule`` of the seeds (or, with ``endpoint``
+``lost_after_learning``, lost what they learned: outcome ``lost`` or ``diverged_after_learning``,
+:mod:`experiments.outcome`). The record of every rung's counts
 (:mod:`experiments.calibration_record`) is written after each rung; the chosen rung becomes a
 regime preset, ``conf/regime/calibrated/TASK.yaml`` (``regime=calibrated/TASK`` in any sweep),
 with a copy beside the record. On a base regime other than ``tuned``, ``TASK`` reads
 ``TASK_BASE`` here and below (``catch_pseudocode``), and on a ladder other than ``default``
-``TASK_LADDER`` (``breakout_harsh``), so two calibrations never share a folder or preset.
+``TASK_LADDER`` (``breakout_harsh``), and with the endpoint ``lost_after_learning``
+``TASK..._lost_after_learning`` (``catch_faithful_lost_after_learning``), so two calibrations
+never share a folder or preset.
 
 Layout under ``runtime.results_dir`` (R): the runs of every rung in ``R/TASK/calibration/`` (one
 sweep folder, ablation ``calibration``; each rung's runs differ by their overrides, so
@@ -31,13 +35,16 @@ from typing import Any
 
 from experiments import plan as planning
 from experiments.calibration_record import (
-    RECORD_VERSION,
+    DEFAULT_ENDPOINT,
     cannot_meet,
+    check_endpoint,
     check_rule,
     count_rung,
+    counts_record,
     decide_after,
     meets_rule,
     preset_text,
+    record_version,
     write_record,
 )
 from experiments.errors import ConfigError, unknown_choice
@@ -45,13 +52,14 @@ from experiments.jobs import store
 from experiments.jobs.job import MUZERO, Job
 from experiments.ladder import Ladder, base_values, load_ladder, rung_settings, times_keys
 from experiments.seeds import check_disjoint, parse_seeds, preset_seeds
-from experiments.tasks.registry import task_facts
+from experiments.tasks.registry import TaskFacts, task_facts
 
 __all__ = [
     "ABLATION",
     "DEFAULT_SEEDS",
     "Calibration",
     "Outcome",
+    "check_endpoint_task",
     "prepare",
     "run_calibration",
 ]
@@ -82,6 +90,8 @@ class Calibration:
       settings: each rung's overrides (``key -> value``), rungs before it included.
       jobs: each rung's planned jobs.
       base_settings: the base regime's own settings (its YAML), which a chosen preset repeats.
+      endpoint: what the rule counts: ``unstable`` (diverged or collapsed) or
+        ``lost_after_learning`` (:data:`~experiments.calibration_record.ENDPOINTS`).
     """
 
     task: str
@@ -95,18 +105,22 @@ class Calibration:
     settings: tuple[dict[str, str], ...]
     jobs: tuple[tuple[planning.PlannedJob, ...], ...]
     base_settings: dict[str, Any]
+    endpoint: str = DEFAULT_ENDPOINT
 
     @property
     def name(self) -> str:
-        """``TASK`` on the default base regime (``tuned``) and ladder (``default``); a base
-        regime other than ``tuned`` adds ``_BASE`` (``catch_pseudocode``) and a ladder other than
-        ``default`` adds ``_LADDER`` (``breakout_harsh``): two calibrations of one task never share
-        a folder, a record or a preset."""
+        """``TASK`` on the default base regime (``tuned``), ladder (``default``) and endpoint
+        (``unstable``); a base regime other than ``tuned`` adds ``_BASE`` (``catch_pseudocode``),
+        a ladder other than ``default`` adds ``_LADDER`` (``breakout_harsh``) and the endpoint
+        ``lost_after_learning`` adds ``_lost_after_learning``: two calibrations of one task never
+        share a folder, a record or a preset."""
         parts = [self.task]
         if self.base_regime != DEFAULT_BASE:
             parts.append(self.base_regime.replace("/", "_"))
         if self.ladder.name != DEFAULT_LADDER:
             parts.append(self.ladder.name)
+        if self.endpoint != DEFAULT_ENDPOINT:
+            parts.append(self.endpoint)
         return "_".join(parts)
 
     @property
@@ -138,6 +152,8 @@ class Calibration:
             f"regime={self.base_regime}", *self.extra, f"runtime.results_dir={self.results_dir}",
             "--seeds", seeds, "--rule", f"{self.rule:g}",
         ]  # fmt: skip
+        if self.endpoint != DEFAULT_ENDPOINT:  # unstable's command reads as before
+            words += ["--endpoint", self.endpoint]
         from experiments.hydra_app import CONF_DIR
 
         if self.config_dir != Path(CONF_DIR).resolve():
@@ -181,12 +197,27 @@ def _split(overrides: Sequence[str]) -> tuple[dict[str, str], list[str], Path]:
     return own, extra, results_dir
 
 
+def check_endpoint_task(endpoint: str, facts: TaskFacts) -> str:
+    """``endpoint`` (:data:`~experiments.calibration_record.ENDPOINTS`), refused in one line for
+    ``lost_after_learning`` on a task without a competence threshold (nothing is learned or
+    lost without one)."""
+    check_endpoint(endpoint)
+    if endpoint == "lost_after_learning" and facts.threshold is None:
+        raise ConfigError(
+            f"--endpoint lost_after_learning needs a competence threshold, and task "
+            f"{facts.name!r} declares none (experiments/tasks/registry.py); use --endpoint "
+            "unstable"
+        )
+    return endpoint
+
+
 def prepare(
     overrides: Sequence[str],
     *,
     seeds: str = DEFAULT_SEEDS,
     study_seeds: str | None = None,
     rule: float | str = 0.4,
+    endpoint: str = DEFAULT_ENDPOINT,
     config_dir: str | Path,
     job: Job = MUZERO,
 ) -> Calibration:
@@ -200,12 +231,14 @@ def prepare(
       study_seeds: seeds of a study the calibration must not share, besides those of
         ``conf/study/`` and ``conf/ablation/`` presets.
       rule: the fraction of seeds, in [0, 1].
+      endpoint: what the rule counts, ``unstable`` or ``lost_after_learning``.
       config_dir: the config folder.
       job: the job (a stand-in in tests).
 
     Raises:
       ConfigError: an unregistered task, unknown ladder or regime, seeds shared with a study, a
-        rule outside [0, 1], or any rung's bad override.
+        rule outside [0, 1], an unknown endpoint (or ``lost_after_learning`` on a task without a
+        threshold), or any rung's bad override.
     """
     config_dir = Path(config_dir).resolve()
     own, extra, results_dir = _split(overrides)
@@ -215,7 +248,9 @@ def prepare(
         raise ConfigError(
             f"gradlab calibrate needs task=NAME; choose one of: {', '.join(task_names())}"
         )
-    task = task_facts(own["task"]).name
+    facts = task_facts(own["task"])
+    task = facts.name
+    endpoint = check_endpoint_task(endpoint, facts)
     ladder = load_ladder(config_dir, own.get("ladder", DEFAULT_LADDER))
     base_regime = own.get("regime", DEFAULT_BASE)
     regimes = planning.group_options(config_dir, "regime")
@@ -243,6 +278,7 @@ def prepare(
         settings=(),
         jobs=(),
         base_settings=dict(OmegaConf.to_container(base_yaml) or {}),
+        endpoint=endpoint,
     )
     base = base_values(
         config_dir, [f"task={task}", f"regime={base_regime}", *extra], times_keys(ladder), job
@@ -277,8 +313,51 @@ class Outcome:
 
 
 def _summaries(cal: Calibration, index: int) -> list[Any]:
-    """Rung ``index``'s runs' summaries as they are now (``None``: not run)."""
-    return [store.read_summary(j.job_dir) for j in cal.jobs[index]]
+    """Rung ``index``'s runs' summaries as they are now (``None``: not run); for the endpoint
+    ``lost_after_learning``, a finished run that recorded no threshold is re-measured against
+    the declared one (:func:`_remeasured`)."""
+    found = [(j.job_dir, store.read_summary(j.job_dir)) for j in cal.jobs[index]]
+    if cal.endpoint == DEFAULT_ENDPOINT:
+        return [s for _, s in found]
+    return [
+        _remeasured(s, path)
+        if s is not None and s.status in store.FINISHED and s.threshold is None
+        else s
+        for path, s in found
+    ]
+
+
+def _remeasured(summary: Any, job_dir: Path) -> Any:
+    """A summary that recorded no threshold (a run written before its task declared one), with
+    the declared threshold (registry x reward scale) and ``reached_threshold`` /
+    ``steps_to_threshold`` re-measured from its evaluations (``metrics.jsonl``, else
+    ``curves.csv.gz``), crossings after the diverging step left out, as
+    :mod:`experiments.report.endpoints` does; ``reached_threshold`` None (no outcome) where the
+    job kept no evaluations. The file is not changed."""
+    import math
+
+    from experiments.report.curves import read_curves
+    from experiments.report.endpoints import declared_threshold
+
+    threshold = declared_threshold(summary.task, summary.reward_scale)
+    if threshold is None:
+        return summary
+    curves = read_curves(job_dir)
+    stability = dict(summary.stability)
+    if curves.empty:
+        stability.update(reached_threshold=None, steps_to_threshold=None)
+    else:
+        bad = stability.get("diverged_step")
+        limit = math.inf if bad is None else float(bad)
+        hits = [
+            int(step)
+            for step, value in zip(curves["step"], curves["eval/return"], strict=True)
+            if math.isfinite(float(value)) and float(value) >= threshold and step <= limit
+        ]
+        stability.update(
+            reached_threshold=1 if hits else 0, steps_to_threshold=hits[0] if hits else None
+        )
+    return dataclasses.replace(summary, threshold=threshold, stability=stability)
 
 
 def _rung_record(
@@ -287,7 +366,7 @@ def _rung_record(
     record = {
         "name": cal.ladder.rungs[index].name,
         "settings": cal.settings[index],
-        "counts": dataclasses.asdict(counts),
+        "counts": counts_record(counts, cal.endpoint),
         "meets_rule": meets,
         "jobs": [j.name for j in cal.jobs[index]],
     }
@@ -299,11 +378,20 @@ def _rung_record(
 def _preset_header(cal: Calibration, index: int, counts: Any) -> list[str]:
     rung = cal.ladder.rungs[index]
     seeds = f"{cal.seeds[0]}-{cal.seeds[-1]}"
+    verdict = (
+        f"variant none unstable in {counts.unstable}/{counts.runs} of seeds {seeds} "
+        f"({counts.diverged} diverged, {counts.collapsed} collapsed); rule >= {cal.rule:g}."
+    )
+    if cal.endpoint != DEFAULT_ENDPOINT:
+        verdict = (
+            f"variant none lost what it learned in {counts.lost_after_learning}/{counts.runs} of "
+            f"seeds {seeds} ({counts.learned} learned; {counts.unstable} unstable); rule "
+            f"(--endpoint {cal.endpoint}) >= {cal.rule:g}."
+        )
     lines = [
         f"Calibrated for task={cal.task} by gradlab calibrate: ladder {cal.ladder.name}, rung "
         f"{index + 1} ({rung.name}) on top of regime {cal.base_regime}:",
-        f"variant none unstable in {counts.unstable}/{counts.runs} of seeds {seeds} "
-        f"({counts.diverged} diverged, {counts.collapsed} collapsed); rule >= {cal.rule:g}.",
+        verdict,
         f"Record: {cal.folder / 'calibration.md'}",
     ]
     settings = _plain(cal)
@@ -339,12 +427,13 @@ def run_calibration(
     """
     has_threshold = task_facts(cal.task).threshold is not None
     record: dict[str, Any] = {
-        "version": RECORD_VERSION,
+        "version": record_version(cal.endpoint),
         "task": cal.task,
         "ladder": cal.ladder.name,
         "ladder_description": cal.ladder.description,
         "base_regime": cal.base_regime,
         "rule": cal.rule,
+        **({} if cal.endpoint == DEFAULT_ENDPOINT else {"endpoint": cal.endpoint}),
         "seeds": list(cal.seeds),
         "extra_overrides": list(cal.extra),
         "command": cal.command(),
@@ -362,27 +451,35 @@ def run_calibration(
         first = n if batch is None else decide_after(n, cal.rule, batch)
         run_sweep(cal.sweep_overrides(index, cal.seeds[:first]))
         summaries = _summaries(cal, index)
-        counts = count_rung(summaries, has_threshold=has_threshold)
+        counts = count_rung(summaries, has_threshold=has_threshold, endpoint=cal.endpoint)
         # a first part that did not finish (stopped, failed) is an unfinished rung, below
         ran = all(s is not None and s.status in store.FINISHED for s in summaries[:first])
         if first < n and ran:
-            if counts.finished < n and cannot_meet(counts, cal.rule):
+            if counts.finished < n and cannot_meet(counts, cal.rule, cal.endpoint):
                 record["rungs"].append(_rung_record(cal, index, counts, False, stopped=True))
                 echo(
-                    f"rung {index + 1}/{total} {rung.name}: unstable {counts.unstable} of the "
-                    f"{counts.finished} seeds run; the other {n - counts.finished} could not make "
-                    f"it {cal.rule:g} of {n}: stopped there"
+                    f"rung {index + 1}/{total} {rung.name}: {_what(cal)} "
+                    f"{counts.events(cal.endpoint)} of the {counts.finished} seeds run; the other "
+                    f"{n - counts.finished} could not make it {cal.rule:g} of {n}: stopped there"
                 )
                 write_record(cal.folder, record)
                 continue
             run_sweep(cal.sweep_overrides(index))
-            counts = count_rung(_summaries(cal, index), has_threshold=has_threshold)
+            counts = count_rung(
+                _summaries(cal, index), has_threshold=has_threshold, endpoint=cal.endpoint
+            )
         complete = counts.finished == counts.runs
-        meets = complete and meets_rule(counts, cal.rule)
+        meets = complete and meets_rule(counts, cal.rule, cal.endpoint)
         record["rungs"].append(_rung_record(cal, index, counts, meets))
         never = "n/a" if counts.never_learned is None else counts.never_learned
+        lost = ""
+        if cal.endpoint != DEFAULT_ENDPOINT:
+            lost = (
+                f"lost after learning {counts.lost_after_learning}/{counts.runs} (learned "
+                f"{counts.learned}, no outcome {counts.no_outcome}); "
+            )
         echo(
-            f"rung {index + 1}/{total} {rung.name}: unstable {counts.unstable}/{counts.runs} "
+            f"rung {index + 1}/{total} {rung.name}: {lost}unstable {counts.unstable}/{counts.runs} "
             f"(diverged {counts.diverged}, collapsed {counts.collapsed}, never learned {never})"
             + ("" if complete else f"; {counts.runs - counts.finished} runs did not finish")
         )
@@ -396,6 +493,11 @@ def run_calibration(
     record["status"] = "exhausted"
     write_record(cal.folder, record)
     return Outcome("exhausted", record)
+
+
+def _what(cal: Calibration) -> str:
+    """The rule's events in words."""
+    return "unstable" if cal.endpoint == DEFAULT_ENDPOINT else "lost after learning"
 
 
 def _choose(cal: Calibration, index: int, counts: Any, record: dict[str, Any]) -> Outcome:

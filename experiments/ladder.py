@@ -13,7 +13,10 @@ earlier value. ``overrides`` are Hydra overrides as on the command line; ``times
 *base* setting's value (the task's preset under the base regime, not the previous rung's), so
 ``lr_x3`` after ``lr_x2`` means three times the base learning rate, not six: that is what lets one
 ladder apply to every task. A product is rounded to 12 significant digits (0.01 x 3 gives 0.03,
-not 0.030000000000000002).
+not 0.030000000000000002); an integer setting stays an integer (``muzero.training_steps`` x 4),
+refused where the product is not whole; a schedule of ``[step, value]`` pairs
+(``muzero.temperature_schedule``) has its steps multiplied and its values kept, so a budget x4
+runs the same schedule over four times the steps.
 """
 
 from __future__ import annotations
@@ -155,10 +158,12 @@ def rung_settings(
 
     Returns:
       ``key -> value`` as Hydra override text; a ``times`` value is ``base[key] * factor``
-      rounded to 12 significant digits.
+      rounded to 12 significant digits (an integer for an integer setting; for a schedule
+      ``[[step, value], ...]``, each step times ``factor``: ``[[0,1.0],[1600,0.5]]``).
 
     Raises:
-      ConfigError: a ``times`` key whose base value is not a number.
+      ConfigError: a ``times`` key whose base value is neither a number nor a schedule, or an
+        integer setting (or a schedule's step) whose product is not whole.
     """
     lookup = base.__getitem__ if isinstance(base, Mapping) else base
     settings: dict[str, str] = {}
@@ -168,15 +173,59 @@ def rung_settings(
             settings.pop(key, None)  # a key given again moves to its latest place
             settings[key] = value
         for key, factor in rung.times:
-            value = lookup(key)
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ConfigError(
-                    f"ladder {ladder.name!r} rung {rung.name!r} multiplies {key}, whose base "
-                    f"value is {value!r}; expected a number"
-                )
             settings.pop(key, None)
-            settings[key] = repr(_rounded(float(value) * factor))
+            settings[key] = _times(
+                f"ladder {ladder.name!r} rung {rung.name!r}", key, lookup(key), factor
+            )
     return settings
+
+
+def _whole(where: str, key: str, value: float) -> int:
+    """``value`` as an integer, refused when the product is not a whole number."""
+    rounded = _rounded(value)
+    if rounded != int(rounded):
+        raise ConfigError(
+            f"{where} multiplies {key}, an integer setting, to {rounded!r}; expected a factor "
+            "giving a whole number"
+        )
+    return int(rounded)
+
+
+def _schedule(value: Any) -> list[tuple[int, float]] | None:
+    """``[[step, value], ...]`` with integer steps and numeric values as pairs; else None."""
+    if not isinstance(value, list | tuple) or not value:
+        return None
+    pairs = []
+    for item in value:
+        if not isinstance(item, list | tuple) or len(item) != 2:
+            return None
+        step, val = item
+        if isinstance(step, bool) or not isinstance(step, int):
+            return None
+        if isinstance(val, bool) or not isinstance(val, int | float):
+            return None
+        pairs.append((step, float(val)))
+    return pairs
+
+
+def _times(where: str, key: str, value: Any, factor: float) -> str:
+    """The override text of ``value * factor``: a float rounded to 12 significant digits; an
+    integer setting an integer (refused when not whole); a schedule ``[[step, value], ...]``
+    (``muzero.temperature_schedule``) its steps multiplied, its values kept."""
+    if isinstance(value, bool):
+        pass
+    elif isinstance(value, int):
+        return str(_whole(where, key, value * factor))
+    elif isinstance(value, float):
+        return repr(_rounded(value * factor))
+    pairs = _schedule(value)
+    if pairs is None:
+        raise ConfigError(
+            f"{where} multiplies {key}, whose base value is {value!r}; expected a number or a "
+            "schedule of [step, value] pairs"
+        )
+    items = ",".join(f"[{_whole(where, key, s * factor)},{v!r}]" for s, v in pairs)
+    return f"[{items}]"
 
 
 def base_values(
@@ -202,5 +251,5 @@ def base_values(
         value = OmegaConf.select(cfg, key, default=None)
         if value is None:
             raise ConfigError(f"the ladder multiplies {key}, which the config does not set")
-        values[key] = value
+        values[key] = OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
     return values

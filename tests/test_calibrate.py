@@ -141,7 +141,7 @@ def test_malformed_ladders_are_one_line(tmp_path, text, message):
 
 
 def test_unknown_ladder_names_the_choices():
-    choices = "default, harsh"
+    choices = "default, faithful, harsh"
     with pytest.raises(ConfigError, match=rf"^unknown ladder 'nope'; choose one of: {choices}$"):
         load_ladder(CONF, "nope")
 
@@ -528,7 +528,8 @@ def _calibrate(standin_env, conf, *args):
     [
         (
             ["ladder=nope"],
-            "unknown ladder 'nope'; choose one of: badkey, badtimes, default, harsh, standin",
+            "unknown ladder 'nope'; choose one of: badkey, badtimes, default, faithful, harsh, "
+            "standin",
         ),
         (["task=pong"], "unknown task 'pong'; choose one of: asterix, breakout, cartpole, catch"),
         (["--seeds", "1000-1009"], "overlap the seeds of study/catch_stress"),
