@@ -5,6 +5,7 @@ one-line errors."""
 
 import json
 import math
+import shutil
 
 import numpy as np
 import pytest
@@ -101,7 +102,10 @@ def test_a_stratum_without_variation_is_left_out_and_named():
         pooled_contrast({})
 
 
-def _write(folder, variant, seed, *, unstable, reached, task="catch", threshold=0.9, **group):
+def _write(folder, variant, seed, *, unstable, reached, task="catch", threshold=0.9,
+           task_override=False, **group):  # fmt: skip
+    if task_override:  # as a study's sweep runs it: task=... is one of the job's overrides
+        group = {**group, "task": task}
     job = folder / "__".join([*(f"{k}={v}" for k, v in group.items()), f"variant={variant}",
                               f"seed={seed}"])  # fmt: skip
     job.mkdir(parents=True)
@@ -290,28 +294,54 @@ def test_declared_primary_is_tested_alone_and_marked(tmp_path):
         across_table([one, two], primary="lr_scale")
 
 
-def _register(folder, *, baseline="none", alpha=0.05):
-    design = {"name": f"{folder.name}_study", "baseline": baseline,
-              "primary": {"arm": "scale_gradient", "endpoint": "failed", "test": "fisher",
-                          "alpha": alpha}}  # fmt: skip
-    (folder / "preregistration.json").write_text(json.dumps({"design": design}))
+def _study(root, counts):
+    """Study 1 (catch_stress: scale_gradient against none on ``failed``, Fisher's exact test,
+    alpha 0.05) registered now under ``root`` (a copy of conf/, no git), with runs of its
+    registered jobs (regime=stress__task=catch__variant=V__seed=S, seeds from 1000) as its sweep
+    names them. counts: variant -> (failed runs, total runs); a failed run diverged before
+    learning, the others learned and held. Returns the study's folder, study_catch_stress."""
+    from experiments.hydra_app import CONF_DIR
+    from experiments.study.audit import audit
+    from experiments.study.design import load_study
+    from experiments.study.record import RECORD, register
+
+    conf = root / "conf"
+    shutil.copytree(CONF_DIR, conf)
+    study = load_study("catch_stress", conf)
+    folder = register(study, config_dir=conf, results_dir=root / "results").parent
+    record = json.loads((folder / RECORD).read_text())
+    # registered today: endpoints version 2, where failed = did not learn and hold
+    assert record["endpoints"] == 2 and record["design"]["primary"]["endpoint"] == "failed"
+    seed = 1000
+    for variant, (failed, total) in counts.items():
+        for i in range(total):
+            _write(folder, variant, seed, unstable=i < failed, reached=i >= failed,
+                   task_override=True, regime="stress")  # fmt: skip
+            seed += 1
+    # the folder is exactly what was registered: its audit (against this gradlab's conf/, as
+    # gradlab table and pool run it) passes, so its primary may be starred
+    assert not audit(folder, config_dir=CONF_DIR).breaches
+    return folder
 
 
 def test_a_studys_registered_primary_is_starred_in_its_stratum(tmp_path):
     # maxnorm fails as often as scale_gradient: alone in the exploratory family (m = 1) its p is
     # the raw p; had the primary stayed in the family (m = 2) it would be doubled
     counts = {"none": (6, 10), "scale_gradient": (2, 10), "maxnorm": (2, 10)}
-    one = _folder(tmp_path, "one", counts)
+    one = _study(tmp_path, counts)
     two = _folder(tmp_path, "two", {"none": (5, 8), "scale_gradient": (1, 8), "maxnorm": (5, 8)})
-    _register(one)
     table, caption = _md([one, two])
-    row = {name.strip("*"): cells for name, cells in _rows(table)[1].items()}
+    header, rows = _rows(table)
+    assert header[1:5] == ["study_catch_stress k/n", "study_catch_stress p_adj", "two k/n",
+                           "two p_adj"]  # fmt: skip
+    row = {name.strip("*"): cells for name, cells in rows.items()}
+    assert [row[v][1] for v in counts] == ["6/10", "2/10", "2/10"]
     raw = stats.fisher_exact([[2, 8], [6, 4]]).pvalue
     assert 0.05 < raw < 0.5 and format_p(raw, alpha=0.05) != format_p(2 * raw, alpha=0.05)
     assert row["scale_gradient"][2] == format_p(raw, alpha=0.05) + "*"
     assert row["maxnorm"][2] == format_p(raw, alpha=0.05)
     assert "*" not in row["scale_gradient"][4]  # the other folder registered nothing
-    assert "one (study one_study)" in caption
+    assert "study_catch_stress (study catch_stress)" in caption
     # on another endpoint than the registered one nothing is confirmatory
     unstable = render_across(across_table([one, two], endpoint="unstable"), fmt="md")
     assert "*" not in unstable.split("\n\n")[0].replace("**", "")
@@ -319,8 +349,7 @@ def test_a_studys_registered_primary_is_starred_in_its_stratum(tmp_path):
 
 def test_a_pooled_primary_other_than_a_studys_registered_one_is_noted(tmp_path):
     counts = {"none": (6, 10), "scale_gradient": (2, 10), "maxnorm": (5, 10)}
-    one, two = _folder(tmp_path, "one", counts), _folder(tmp_path, "two", counts)
-    _register(one)  # scale_gradient on failed
+    one, two = _study(tmp_path, counts), _folder(tmp_path, "two", counts)  # scale_gradient, failed
     agrees = across_table([one, two], primary="scale_gradient")
     assert agrees.notes == ()
     for options, asked in [
@@ -329,7 +358,7 @@ def test_a_pooled_primary_other_than_a_studys_registered_one_is_noted(tmp_path):
     ]:
         across = across_table([one, two], **options)
         assert across.notes == (
-            f"note: --primary {asked}, but study one_study registered scale_gradient on "
+            f"note: --primary {asked}, but study catch_stress registered scale_gradient on "
             "failed: the pooled * is your declaration, not that study's",
         )
     assert across_table([one, two], endpoint="unstable").notes == ()  # no --primary: no claim
@@ -341,21 +370,25 @@ def test_another_baseline_or_alpha_than_registered_stars_nothing_and_says_so(
     tmp_path, options, why
 ):
     counts = {"none": (6, 10), "scale_gradient": (2, 10), "maxnorm": (5, 10)}
-    one, two = _folder(tmp_path, "one", counts), _folder(tmp_path, "two", counts)
-    _register(one)
+    one, two = _study(tmp_path, counts), _folder(tmp_path, "two", counts)
+    # the registered analysis stars its primary: what the other baseline or alpha takes away
+    assert across_table([one, two]).declared == {"study_catch_stress": "catch_stress"}
     across = across_table([one, two], **options)
     assert not any(cell.confirmatory for cell in across.cells.values())
     assert across.declared == {}
-    assert len(across.notes) == 1 and why in across.notes[0] and "one_study" in across.notes[0]
+    assert len(across.notes) == 1 and why in across.notes[0] and "catch_stress" in across.notes[0]
     # gradlab table on the study's folder says the same, the same way
     from typer.testing import CliRunner
 
     from cli.main import app
 
+    registered = CliRunner().invoke(app, ["table", str(one), "-m", "failed"])
+    assert registered.exit_code == 0, registered.output
+    assert "*" in registered.stdout.split("\n\n")[0].replace("**", "")  # starred as registered
     args = ["-b", options["baseline"]] if "baseline" in options else ["--alpha", "0.01"]
     result = CliRunner().invoke(app, ["table", str(one), "-m", "failed", *args])
     assert result.exit_code == 0, result.output
-    assert "not study one_study's registered analysis" in result.output
+    assert "not study catch_stress's registered analysis" in result.output
     assert "*" not in result.output.split("\n\n")[0].replace("**", "")
 
 
