@@ -146,7 +146,14 @@ def plan(
         if margin is None:  # an equivalence plan may assume equal rates: no Fisher n then
             raise
         need = f"no n up to 200 runs per arm reaches {power}"
-    pooled = pooled_power([(p2, p1)] * strata, n, alpha=alpha) if strata > 1 else None
+    pooled = None
+    if strata > 1:
+        try:
+            pooled = pooled_power([(p2, p1)] * strata, n, alpha=alpha)
+        except ConfigError as err:
+            if margin is None:  # the equivalence plan's pooled line does not need the CMH's
+                raise
+            typer.echo(f"note: the pooled CMH power is not computed: {err}", err=True)
     typer.echo(
         f"{study.primary.arm} vs {study.baseline} on {study.primary.endpoint}, rates "
         f"{p1:.3g} vs {p2:.3g}, Fisher two-sided at alpha {alpha}: power {got:.3f} with {n} "
@@ -154,6 +161,9 @@ def plan(
     )
     if margin is not None:
         _equivalence_plan(study, p1, true_rates, margin=margin, n=n, power=power)
+        if strata > 1:
+            _pooled_equivalence_plan(study, p1, true_rates, margin=margin, n=n, strata=strata,
+                                     power=power)  # fmt: skip
     if pooled is not None:
         typer.echo(
             f"pooled over {strata} strata at these rates, {n} runs per arm each (CMH, as gradlab "
@@ -184,6 +194,31 @@ def _equivalence_plan(
         f"within ±{margin:g}, true rates {p0:.3g} vs {p1:.3g}, TOST (Miettinen-Nurminen score) "
         f"at alpha {alpha}: power {got:.3f} with {n} runs per arm; {need} runs per arm reach "
         f"{power}"
+    )
+
+
+def _pooled_equivalence_plan(
+    study, base: float, true_rates: str | None, *, margin: float, n: int, strata: int,
+    power: float,
+) -> None:  # fmt: skip
+    """With --strata S and a margin: the power of gradlab pool --margin's test (the counts of S
+    strata of n runs per arm summed: one TOST on S x n runs per arm, at rates equal across the
+    strata) and the runs per arm per stratum that reach ``power``."""
+    from experiments.study.power import equivalence_power, seeds_for_equivalence
+
+    p0, p1 = _rates(true_rates) if true_rates is not None else (base, base)
+    alpha = study.primary.alpha
+    got = equivalence_power(p0, p1, strata * n, margin=margin, alpha=alpha)
+    total = seeds_for_equivalence(p0, p1, margin=margin, power=power, alpha=alpha, max_n=2000)
+    per = next(
+        k
+        for k in range(-(-total // strata), total + 1)
+        if equivalence_power(p0, p1, strata * k, margin=margin, alpha=alpha) >= power
+    )
+    typer.echo(
+        f"pooled over {strata} strata (counts summed, as gradlab pool --margin tests it), "
+        f"{n} runs per arm each: equivalence power {got:.3f}; {per} runs per arm per stratum "
+        f"reach {power}"
     )
 
 

@@ -85,3 +85,25 @@ def test_the_committed_findings_used_study_1s_seeds(conf):
     _edit(conf, "ablation: study_catch_stress", "ablation: study_catch_replay")
     with pytest.raises(ConfigError, match="seed 10[0-6][0-9] of study 'catch_stress' was used"):
         register(load_study("catch_stress", conf), config_dir=conf, results_dir=results)
+
+
+def test_plan_gives_the_pooled_equivalence_power_of_summed_strata():
+    """gradlab study plan --margin --strata S: the power of gradlab pool --margin's test on S x n
+    runs per arm, equal to equivalence_power at S x n, and the runs per arm per stratum that
+    reach the target (the first n whose S x n does)."""
+    from typer.testing import CliRunner
+
+    from cli.main import app
+    from experiments.study.power import equivalence_power
+
+    out = CliRunner().invoke(
+        app,
+        ["study", "plan", "catch_stress", "--margin", "0.1", "--rates", "0.12,0.12",
+         "--strata", "4", "--power", "0.8"],
+    )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    got = equivalence_power(0.12, 0.12, 4 * 70, margin=0.1)
+    need = next(k for k in range(1, 200) if equivalence_power(0.12, 0.12, 4 * k, margin=0.1) >= 0.8)
+    assert f"70 runs per arm each: equivalence power {got:.3f}" in out.output
+    assert f"{need} runs per arm per stratum reach 0.8" in out.output
+    assert need == 47  # 188 runs per arm in all: 0.12 vs 0.12 within ±0.1
