@@ -107,3 +107,18 @@ def test_plan_gives_the_pooled_equivalence_power_of_summed_strata():
     assert f"70 runs per arm each: equivalence power {got:.3f}" in out.output
     assert f"{need} runs per arm per stratum reach 0.8" in out.output
     assert need == 47  # 188 runs per arm in all: 0.12 vs 0.12 within ±0.1
+
+
+def test_a_margin_study_records_its_equivalence_power(tmp_path):
+    """Study 4's design: the record's planned power is the pooled TOST's (47 runs per arm in
+    each of 4 strata, summed), the figure gradlab study plan prints."""
+    from experiments.study.power import equivalence_power
+
+    results = tmp_path / "results"
+    study = load_study("faithful_catch", CONF_DIR)
+    assert study.faithful and study.primary.margin == 0.1 and study.primary.margin_reason
+    assert len(study.seeds) == 47 and study.planning["strata"] == 4
+    path = register(study, config_dir=CONF_DIR, results_dir=results, code_root=tmp_path)
+    record = json.loads(path.read_text())
+    assert record["planned_power"] == pytest.approx(equivalence_power(0.12, 0.12, 188, margin=0.1))
+    assert record["planned_power"] >= 0.8

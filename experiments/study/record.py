@@ -34,7 +34,7 @@ import yaml
 from experiments.errors import ConfigError
 from experiments.jobs.identity import code_identity, dirty_paths, file_sha256, flat_config
 from experiments.study.design import Arm, Study
-from experiments.study.power import fisher_power
+from experiments.study.power import equivalence_power, fisher_power
 
 __all__ = [
     "ENDPOINTS_VERSION",
@@ -208,7 +208,17 @@ def register(
         )
     plan = study.planning
     power = None
-    if {"baseline_rate", "arm_rate"} <= plan.keys():
+    if {"baseline_rate", "arm_rate"} <= plan.keys() and study.primary.margin is not None:
+        # an equivalence design: the TOST's power, over the strata's summed counts when the
+        # study is one stratum of a pooled test (planning.strata, as gradlab pool --margin)
+        power = equivalence_power(
+            float(plan["baseline_rate"]),
+            float(plan["arm_rate"]),
+            len(study.seeds) * int(plan.get("strata", 1)),
+            margin=study.primary.margin,
+            alpha=study.primary.alpha,
+        )
+    elif {"baseline_rate", "arm_rate"} <= plan.keys():
         power = fisher_power(
             float(plan["baseline_rate"]),
             float(plan["arm_rate"]),
