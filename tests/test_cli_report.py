@@ -111,8 +111,9 @@ def test_plot(folder, tmp_path):
     result = runner.invoke(app, ["plot", str(folder), "--out", str(tmp_path / "figs")])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "figs" / "return.png").stat().st_size > 0
-    assert (tmp_path / "figs" / "divergence.pdf").stat().st_size > 0
-    assert result.stdout.count("wrote ") == 8  # return, loss, profile, divergence (no grad) x 2
+    assert (tmp_path / "figs" / "outcome.pdf").stat().st_size > 0
+    # return, final_return, loss, outcome (no grad; no profile below 10 runs an arm) x 2
+    assert result.stdout.count("wrote ") == 8
 
 
 def _corrupt(root):

@@ -20,7 +20,7 @@ from experiments.config import LoggerConfig, RunConfig, RuntimeConfig, variant_s
 from experiments.jobs import isolation, runner, store
 from experiments.jobs.job import MUZERO
 
-CLOCK_KEYS = ("wall_time_s",)  # summary/stability figures read from the clock
+CLOCK_KEYS = ("wall_time_s", "started_at", "ended_at")  # figures read from the clock
 
 
 def _config(seed: int) -> RunConfig:

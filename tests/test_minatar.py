@@ -157,7 +157,8 @@ def test_task_config_bounds():
     assert TaskConfig(name="minatar", id="freeway").max_abs_reward == 1.0
     for game in ("asterix", "seaquest", "space_invaders"):
         assert TaskConfig(name="minatar", id=game).max_abs_reward is None
-    assert np.isnan(breakout.threshold)
+    # 2 x the random policy's mean return (0.3802), declared 2026-11-27, times the reward scale
+    assert breakout.threshold == pytest.approx(2 * 0.3802 * 3.0)
 
 
 @pytest.mark.parametrize(

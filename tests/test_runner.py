@@ -189,7 +189,7 @@ def test_a_finished_job_writes_its_compact_curves(tmp_path):
 
     cfg = _cfg(seed=2, variant="scale_gradient", training_steps=4)
     _run(tmp_path, cfg)
-    curves = pd.read_csv(tmp_path / "job" / "curves.csv.gz")
+    curves = pd.read_csv(tmp_path / "job" / "curves.csv.gz", float_precision="round_trip")
     rows = store.read_metrics(tmp_path / "job" / "metrics.jsonl")
     # 4 steps: every step kept (the stride is 1 under 200 steps), the loss copied exactly
     assert list(curves["step"]) == [1, 2, 3, 4]

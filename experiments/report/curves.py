@@ -158,7 +158,9 @@ def read_curves(job_dir: str | Path) -> pd.DataFrame:
     if not path.exists():
         return compact_curves([])
     try:
-        frame = pd.read_csv(path, compression="gzip")
+        # round_trip: the 17 significant digits written come back as the same doubles (the
+        # default fast parser may be off by one ulp: pandas 2.x)
+        frame = pd.read_csv(path, compression="gzip", float_precision="round_trip")
     except (OSError, ValueError, EOFError) as err:
         raise ConfigError(f"corrupt curves file '{path}': {err}") from None
     missing = [c for c in ("step", *CURVE_KEYS) if c not in frame]
