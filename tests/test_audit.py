@@ -26,7 +26,14 @@ from experiments.study.design import load_study
 from experiments.study.record import RECORD, check, register
 
 FINDINGS = Path(__file__).resolve().parents[1] / "results" / "findings"
-STUDIES = sorted(p.name for p in FINDINGS.glob("study_*") if (p / RECORD).is_file())
+# the studies registered before runs carried their identity (Studies 1-3): audited on what they
+# have; Study 4 (study_faithful_*), registered with pinned code, is audited in its own test
+STUDIES = sorted(
+    p.name
+    for p in FINDINGS.glob("study_*")
+    if (p / RECORD).is_file() and not p.name.startswith("study_faithful_")
+)
+PINNED = sorted(p.name for p in FINDINGS.glob("study_faithful_*") if (p / RECORD).is_file())
 HAS_GIT = shutil.which("git") is not None
 MARKED = re.compile(r"\d\*\s*\|")  # a p cell marked confirmatory: "0.00216* |"
 
@@ -68,7 +75,8 @@ def test_every_committed_study_passes_its_audit_with_its_limits_stated(name):
     n = len(study.arms) * len(study.seeds)
     total = next(line for line in lines if line.startswith("all "))
     # every committed study is complete: registered = started = analysed, none missing
-    assert total.split() == ["all", str(n), str(n), *total.split()[3:6], "0", str(n)]
+    # columns: all, registered, started, completed, diverged, running, crashed, missing, analysed
+    assert total.split() == ["all", str(n), str(n), *total.split()[3:5], "0", "0", "0", str(n)]
     assert f"every run is one of the {n} registered jobs, once" in result.output
     # the same study by name, under --results-dir
     by_name = CliRunner().invoke(
@@ -233,6 +241,20 @@ def test_a_copied_or_renamed_run_is_outside_the_job_set(tmp_path):
     assert (none.registered, none.started, none.missing) == (10, 10, 0)  # the copy not counted
 
 
+@pytest.mark.parametrize("name", PINNED)
+def test_study_4_records_pin_the_code_and_its_runs_carry_it(name):
+    """Study 4's folders (committed as their runs finish): the record pins a clean commit and its
+    tree hash; every run present carries the record's hash and that code identity, started after
+    registration; whatever has run passes the audit (no breach), missing runs are not breaches."""
+    record = json.loads((FINDINGS / name / RECORD).read_text())
+    assert record["endpoints"] == 2 and record["code"]["dirty"] is False
+    assert len(record["code"]["tree_sha256"]) == 64
+    result = audit(FINDINGS / name, config_dir=CONF_DIR)
+    assert not result.breaches, result.lines()
+    lines = "\n".join(result.lines())
+    assert "the record pins no code" not in lines and "predate" not in lines
+
+
 def test_a_deleted_summary_is_crashed_and_a_deleted_run_missing(tmp_path):
     folder = _copy("study_breakout_stress", tmp_path)
     jobs = sorted(p for p in folder.iterdir() if "variant=maxnorm" in p.name)
@@ -244,6 +266,23 @@ def test_a_deleted_summary_is_crashed_and_a_deleted_run_missing(tmp_path):
     assert (flow.registered, flow.started, flow.crashed, flow.missing, flow.analysed) == (
         10, 9, 1, 1, 8
     )  # fmt: skip
+
+
+def test_a_run_without_summary_whose_lock_is_held_is_running_not_crashed(tmp_path):
+    """A study in progress: a job that has started (its folder and lock exist, a live process
+    holds the lock) has no summary yet; it is counted running, and crashed once nobody holds
+    the lock."""
+    from experiments.jobs import store
+
+    folder = _copy("study_breakout_stress", tmp_path)
+    job = sorted(p for p in folder.iterdir() if "variant=maxnorm" in p.name)[0]
+    (job / "summary.json").unlink()
+    with store.job_lock(job) as got:
+        assert got
+        flow = next(f for f in audit(folder, config_dir=CONF_DIR).flow if f.arm == "maxnorm")
+        assert (flow.started, flow.running, flow.crashed, flow.analysed) == (10, 1, 0, 9)
+    flow = next(f for f in audit(folder, config_dir=CONF_DIR).flow if f.arm == "maxnorm")
+    assert (flow.started, flow.running, flow.crashed, flow.analysed) == (10, 0, 1, 9)
 
 
 def test_a_run_with_another_config_is_a_breach(tmp_path):

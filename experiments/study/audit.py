@@ -71,9 +71,10 @@ class Flow:
     started: int
     completed: int
     diverged: int
-    crashed: int  # failed, timeout, interrupted, running, or no readable summary
+    crashed: int  # failed, timeout, interrupted, or no readable summary
     missing: int  # registered, never started
     analysed: int  # completed + diverged
+    running: int = 0  # started, not finished yet (a study in progress)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,8 +90,8 @@ class Audit:
 
     def lines(self) -> list[str]:
         """The audit as printed: the flow table, then one line per check."""
-        head = ("arm", "registered", "started", "completed", "diverged", "crashed", "missing",
-                "analysed")  # fmt: skip
+        head = ("arm", "registered", "started", "completed", "diverged", "running", "crashed",
+                "missing", "analysed")  # fmt: skip
         rows = [head] + [(f.arm, *(str(getattr(f, k)) for k in head[1:])) for f in self.flow]
         total = ("all", *(str(sum(getattr(f, k) for f in self.flow)) for k in head[1:]))
         rows.append(total)
@@ -109,6 +110,7 @@ class _Run:
     summary: Summary | None
     arm: str | None  # the registered arm it is, or None (outside)
     seed: int | None
+    live: bool = False  # no summary yet, and a live job holds its lock: running, not crashed
 
 
 def _read_record(folder: Path) -> tuple[dict, bytes]:
@@ -185,7 +187,8 @@ def _runs(folder: Path, study) -> list[_Run]:
                 arm, seed = None, summary.seed
         elif arm is None and not (job / "config.yaml").exists():
             continue  # not a job folder (figures/, ...)
-        out.append(_Run(job.name, summary, None if arm is None else arm.label, seed))
+        live = summary is None and store.job_locked(job)
+        out.append(_Run(job.name, summary, None if arm is None else arm.label, seed, live))
     return out
 
 
@@ -194,12 +197,14 @@ def _flow(study, runs: list[_Run]) -> tuple[Flow, ...]:
     for arm in study.arms:
         mine = {r.seed: r for r in runs if r.arm == arm.label}
         status = Counter(
-            (r.summary.status if r.summary is not None else "unreadable") for r in mine.values()
+            (r.summary.status if r.summary is not None else "running" if r.live else "unreadable")
+            for r in mine.values()
         )
         analysed = status["completed"] + status["diverged"]
+        running = status["running"]
         out.append(Flow(arm.label, len(study.seeds), len(mine), status["completed"],
-                        status["diverged"], len(mine) - analysed, len(study.seeds) - len(mine),
-                        analysed))  # fmt: skip
+                        status["diverged"], len(mine) - analysed - running,
+                        len(study.seeds) - len(mine), analysed, running))  # fmt: skip
     return tuple(out)
 
 
@@ -250,6 +255,8 @@ def _check_timing(
     if early:
         return Check("timing", False, f"{len(early)} run(s) started before registered_at: "
                      f"{_listed(early)}"), first  # fmt: skip
+    if not starts:
+        return Check("timing", True, "no run yet"), None
     if not known:
         return Check("timing", True, "no run start times (runs predate them): ordering checked "
                      "through git only"), None  # fmt: skip
