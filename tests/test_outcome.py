@@ -179,3 +179,34 @@ def test_catch_failed_v1_is_the_registered_count():
     # stable and fell below it by the end: lost, not collapsed)
     counts = runs.groupby("variant")["failed"].sum()
     assert (counts["none"], counts["scale_gradient"]) == (63, 13)
+
+
+def test_an_outcome_endpoint_on_a_task_without_a_threshold_is_one_line(tmp_path):
+    """task=gym (any gymnasium id) declares no competence threshold: asking `failed` of its runs
+    is refused (one line naming the task, exit 2); `unstable` still tables them."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    for seed, unstable in enumerate([0, 1]):
+        job = tmp_path / "gymruns" / f"variant=none__seed={seed}"
+        job.mkdir(parents=True)
+        stability = {"unstable": unstable, "diverged": unstable, "diverged_step": None,
+                     "reached_threshold": 0, "steps_to_threshold": None, "final_return": 10.0,
+                     "steps": 100}  # fmt: skip
+        (job / "summary.json").write_text(json.dumps({
+            "status": "completed", "job": job.name, "ablation": "gymruns", "seed": seed,
+            "overrides": {"variant": "none", "seed": str(seed)}, "group": {"variant": "none"},
+            "variant": "none", "task": "gym", "threshold": None, "stability": stability,
+        }))  # fmt: skip
+    runner = CliRunner()
+    bad = runner.invoke(app, ["table", str(tmp_path / "gymruns"), "-m", "failed"])
+    assert bad.exit_code == 2 and "Traceback" not in bad.output
+    assert "failed needs the task's competence threshold, and task 'gym' declares none" in (
+        bad.output
+    )
+    ok = runner.invoke(app, ["table", str(tmp_path / "gymruns"), "-m", "unstable"])
+    assert ok.exit_code == 0, ok.output
+    assert "1/2" in ok.output

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -61,6 +62,7 @@ from experiments.report.contrasts import (
     varying_keys,
 )
 from experiments.report.counting import counting_notes
+from experiments.report.endpoints import OUTCOME_ENDPOINTS
 from experiments.report.equivalence import Margin, equivalence_cells, with_verdicts
 from experiments.report.results import AVERAGED, Results, group_label, intention_to_treat
 from experiments.report.stats import STATS, binomial_ci, bootstrap_ci, statistic
@@ -182,6 +184,7 @@ def _design(runs: pd.DataFrame, metrics: Sequence[str], override: float | None) 
     """The runs of the design with the intention-to-treat returns and the times to the threshold
     (``_time``, ``_event``) filled in; and the declared returns used (task -> value)."""
     design = runs[runs["status"].isin(AVERAGED)].copy()
+    _check_thresholds(design, metrics)
     declared: dict[str, float] = {}
     for name in metrics:
         if METRICS[name].itt:
@@ -191,6 +194,24 @@ def _design(runs: pd.DataFrame, metrics: Sequence[str], override: float | None) 
     if any(METRICS[name].kind == "time" for name in metrics):
         design["_time"], design["_cause"] = competing_times(design)
     return design, declared
+
+
+def _check_thresholds(design: pd.DataFrame, metrics: Sequence[str]) -> None:
+    """An outcome endpoint asked of runs whose task declares no competence threshold (``task=gym``
+    with any gymnasium id): one line naming the task and the endpoints that need none."""
+    wanted = [m for m in metrics if m in OUTCOME_ENDPOINTS]
+    if not wanted or design.empty:
+        return
+    missing = design[design["threshold"].isna()]
+    if missing.empty:
+        return
+    tasks = sorted({str(t) for t in missing["task"]})
+    raise ConfigError(
+        f"{wanted[0]} needs the task's competence threshold, and task {tasks[0]!r} declares none "
+        f"({len(missing)} run(s), e.g. {Path(str(missing['path'].iloc[0])).name}); a registered "
+        "task (catch, cartpole, a MinAtar game) has one; for this folder choose unstable, "
+        "diverged, collapsed, final_return or another figure"
+    )
 
 
 def _incidence(runs: pd.DataFrame, confidence: float) -> Incidence:
