@@ -16,7 +16,8 @@ shows that interval, since it is what TOST compares with the margin.
   n/n, where Wald's variance is 0. It is computed here (:func:`score_pvalues`), not by
   statsmodels 0.15, whose closed form for the restricted rates has the cubic's linear
   coefficient as ``(x0 δ - N - 2 x0) δ + C`` where Miettinen and Nurminen (1985) have
-  ``(n0 δ - N - 2 x0) δ + C``: its "restricted" rates are then not the likelihood's maximum
+  ``(n0 δ - N - 2 x0) δ + C`` (reported upstream as statsmodels issue #10269, with its fix in
+  pull request #10270, both open on 2026-11-27): its "restricted" rates are then not the likelihood's maximum
   (5/10 vs 5/10 at δ = -0.3: 0.6 and 0.3 where the maximum is at 0.65 and 0.35; z 1.378 instead
   of 1.371), it leaves the feasible range at edges (1/40 vs 1/40 at δ = -0.2: a rate of
   -0.011) and is NaN where ``arccos`` gets a number outside [-1, 1]. Here: the corrected cubic;
