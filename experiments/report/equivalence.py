@@ -13,18 +13,18 @@ shows that interval, since it is what TOST compares with the margin.
   N/(N-1). Chosen over ``wald`` and ``agresti-caffo`` because its exact size stays at or below
   alpha at the margin for rates near 0 (true rates 0 vs 0.2, n = 10: size 0 against 0.107 for
   both others, which call 0/10 vs 0/10 equivalent within ±0.2), and it is defined at 0/n and
-  n/n, where Wald's variance is 0. It is computed here (:func:`score_pvalues`), not by
-  statsmodels 0.15, whose closed form for the restricted rates has the cubic's linear
-  coefficient as ``(x0 δ - N - 2 x0) δ + C`` where Miettinen and Nurminen (1985) have
-  ``(n0 δ - N - 2 x0) δ + C`` (reported upstream as statsmodels issue #10269, with its fix in
-  pull request #10270, both open on 2026-11-27): its "restricted" rates are then not the likelihood's maximum
-  (5/10 vs 5/10 at δ = -0.3: 0.6 and 0.3 where the maximum is at 0.65 and 0.35; z 1.378 instead
-  of 1.371), it leaves the feasible range at edges (1/40 vs 1/40 at δ = -0.2: a rate of
-  -0.011) and is NaN where ``arccos`` gets a number outside [-1, 1]. Here: the corrected cubic;
-  where its root is infeasible, the bound the (concave) log-likelihood's slope points to;
-  else the maximum found numerically. The tests check the rates against the restricted
-  likelihood maximised on a grid. The interval is the same score test inverted
-  (Miettinen-Nurminen), so TOST p < alpha exactly when it lies inside (-m, +m).
+  n/n, where Wald's variance is 0. It is computed here (:func:`score_pvalues`), not by statsmodels
+  0.15, whose closed form for the restricted rates has the cubic's linear coefficient as ``(x0 δ -
+  N - 2 x0) δ + C`` where Miettinen and Nurminen (1985) have ``(n0 δ - N - 2 x0) δ + C`` (reported
+  upstream as statsmodels issue #10269, with its fix in pull request #10270, both open on
+  2026-11-27): its "restricted" rates are then not the likelihood's maximum (5/10 vs 5/10 at δ =
+  -0.3: 0.6 and 0.3 where the maximum is at 0.65 and 0.35; z 1.378 instead of 1.371), it leaves
+  the feasible range at edges (1/40 vs 1/40 at δ = -0.2: a rate of -0.011) and is NaN where
+  ``arccos`` gets a number outside [-1, 1]. Here: the corrected cubic; where its root is
+  infeasible, the bound the (concave) log-likelihood's slope points to; else the maximum found
+  numerically. The tests check the rates against the restricted likelihood maximised on a grid.
+  The interval is the same score test inverted (Miettinen-Nurminen), so TOST p < alpha exactly
+  when it lies inside (-m, +m).
 * **Values** (e.g. final return): Δ is the difference of the means in the value's units,
   tested with statsmodels' ``ttost_ind(..., usevar="unequal")``: Welch's t, the two arms'
   variances not assumed equal; the interval is Welch's. Whatever ``--stat`` the table shows, the
