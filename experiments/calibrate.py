@@ -336,7 +336,7 @@ def _remeasured(summary: Any, job_dir: Path) -> Any:
     job kept no evaluations. The file is not changed."""
     import math
 
-    from experiments.report.curves import read_curves
+    from experiments.jobs.curves import read_curves
     from experiments.report.endpoints import declared_threshold
 
     threshold = declared_threshold(summary.task, summary.reward_scale)

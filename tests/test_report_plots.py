@@ -17,9 +17,10 @@ from matplotlib.text import Text
 from scipy import stats
 
 from experiments.errors import ConfigError
+from experiments.jobs.curves import write_curves
 from experiments.jobs.summary import STATUSES
 from experiments.report.bands import MIN_BAND_RUNS, mean_band
-from experiments.report.curves import run_curves, write_curves
+from experiments.report.curves import run_curves
 from experiments.report.itt import itt_matrix, random_return, run_random_return
 from experiments.report.plots import (
     final_returns,

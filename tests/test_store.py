@@ -69,6 +69,23 @@ def test_atomic_write_keeps_old_file_when_serialisation_fails(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]
 
 
+def test_atomic_bytes_write_that_fails_names_the_file_and_keeps_the_old_one(tmp_path, monkeypatch):
+    """A full disk fails the fsync with ENOSPC and no file name (the OS is the edge faked here):
+    the error names the file written, the old bytes stay, no temporary file is left."""
+    path = tmp_path / "curves.csv.gz"
+    store.write_bytes_atomic(path, b"\x1f\x8bold")
+
+    def full(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(store.os, "fsync", full)
+    with pytest.raises(OSError, match=r"\[Errno 28\] No space left on device: '.*curves.csv.gz'"):
+        store.write_bytes_atomic(path, b"\x1f\x8bnew")
+    monkeypatch.undo()
+    assert path.read_bytes() == b"\x1f\x8bold"
+    assert [p.name for p in tmp_path.iterdir()] == ["curves.csv.gz"]
+
+
 def test_metrics_roundtrip_with_nonfinite_values(tmp_path):
     path = tmp_path / "metrics.jsonl"
     with store.MetricsWriter(path) as writer:

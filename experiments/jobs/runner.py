@@ -213,7 +213,7 @@ def _write_curves(job_dir: Path) -> None:
     """The job's compact curves.csv.gz, which figures redraw from where metrics.jsonl is not kept
     (a clone of committed findings); a figure file never fails a job."""
     try:
-        from experiments.report.curves import write_curves
+        from experiments.jobs.curves import write_curves
 
         write_curves(job_dir)
     except Exception as err:  # noqa: BLE001 - as _stability

@@ -1,17 +1,27 @@
 """The results folder: stable job names, atomic writes, append-only metrics, the summary file,
 resume decisions (skip, lock) and the records of jobs that ended without a summary of their own.
 
-Layout (the source of truth; the W&B run is a mirror)::
+Layout (the source of truth; the W&B run is a mirror): the whole of a job folder, every file of
+which the job writes (the report only reads it)::
 
     results/<ablation>/<job name>/      one job of a sweep
     results/runs/<job name>/            a single ``gradlab run``
         config.yaml     the resolved config (written atomically)
-        metrics.jsonl   one JSON object per training step, append-only
+        metrics.jsonl   one JSON object per training step, append-only (:class:`MetricsWriter`;
+                        not committed: ``results/.gitignore``)
         summary.json    status and figures (written atomically; ``running`` while the job runs),
                         an :class:`experiments.jobs.summary.Summary`
-        error.txt       the traceback of a failed job
-        wandb/          the W&B run
+        curves.csv.gz   the compact curves, small enough to commit (written atomically at the end
+                        of a run: :mod:`experiments.jobs.curves`)
+        error.txt       the traceback of a failed job (written atomically)
+        wandb/          the W&B run (written by wandb)
         .lock           held (flock) by the process running the job; freed by the kernel on a kill
+        .<file>.<hex>.tmp   an atomic write under way (a killed one's is cleared by
+                        :func:`discard_attempt`)
+
+Every file but ``metrics.jsonl`` is written by one writer, :func:`write_bytes_atomic` (or its text
+and JSON forms): a temporary file beside it, fsynced, renamed; mode ``0o666`` less the umask; an
+error names the file.
 
 A job's name is derived from its overrides only (``variant=scale_gradient seed=0`` ->
 ``variant=scale_gradient__seed=0``), so the same sweep run twice maps every job to the same folder:
@@ -53,6 +63,7 @@ __all__ = [
     "read_summary",
     "record_failed",
     "should_run",
+    "write_bytes_atomic",
     "write_config",
     "write_json_atomic",
     "write_summary",
@@ -168,14 +179,25 @@ def _fsync_dir(path: Path) -> None:
 
 
 def write_text_atomic(path: str | Path, text: str) -> None:
-    """Writes ``text`` to ``path`` so that a reader (or a kill) sees the old file or the new one,
-    never a half-written one: a temporary file in the same folder, flushed, then renamed."""
+    """Writes ``text`` (UTF-8) to ``path`` atomically (see :func:`write_bytes_atomic`)."""
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_bytes_atomic(path: str | Path, data: bytes) -> None:
+    """Writes ``data`` to ``path`` so that a reader (or a kill) sees the old file or the new one,
+    never a half-written one: a temporary file in the same folder (mode ``0o666`` less the umask),
+    flushed and fsynced, then renamed, and the folder fsynced. The one writer of every file of a
+    job folder but ``metrics.jsonl`` (appended: :class:`MetricsWriter`).
+
+    Raises:
+      OSError: naming ``path`` (a full disk's failed write names no file by itself).
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = _new_temp(path)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

@@ -67,7 +67,7 @@ def declared_threshold(task: object, reward_scale: object) -> float | None:
 def _first_reach(path: str, threshold: float, diverged_step: float) -> float | None:
     """The first evaluation step with a return >= ``threshold`` (before the diverging step), from
     the job's curves; NaN if none; None when the job has no curves to read it from."""
-    from experiments.report.curves import read_curves
+    from experiments.jobs.curves import read_curves
 
     curves = read_curves(Path(path))
     if curves.empty:

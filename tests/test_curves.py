@@ -1,18 +1,23 @@
-"""curves.csv.gz: which rows are kept, the round trip against metrics.jsonl, and the fallback."""
+"""experiments/jobs/curves.py, a job's curves.csv.gz: which rows are kept, the round trip against
+metrics.jsonl, the fallback, and the file's mode and bytes (the store's atomic writer)."""
 
 from __future__ import annotations
 
 import gzip
 import json
 import math
+import os
+import shutil
+import stat
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from experiments.errors import ConfigError
-from experiments.jobs.store import read_metrics
-from experiments.report.curves import (
+from experiments.jobs import store
+from experiments.jobs.curves import (
     CURVE_KEYS,
     CURVES_FILE,
     MAX_POINTS,
@@ -21,6 +26,7 @@ from experiments.report.curves import (
     write_curves,
     write_folder_curves,
 )
+from experiments.jobs.store import read_metrics
 
 
 def _rows(last: int, *, diverge: bool = False) -> list[dict]:
@@ -113,3 +119,41 @@ def test_write_folder_curves(tmp_path):
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "summary.json").write_text('{"status": "failed"}')  # no metrics
     assert write_folder_curves(tmp_path) == [job / CURVES_FILE]
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o002, 0o664)])
+def test_curves_are_written_with_the_umasks_mode(tmp_path, umask, mode):
+    """The store's atomic writer, as summary.json: not mkstemp's 0600, which a shared results
+    folder's other members could not read."""
+    job = _job(tmp_path, _rows(100))
+    old = os.umask(umask)
+    try:
+        path = write_curves(job)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == mode
+    assert [p.name for p in job.iterdir() if p.name.endswith(".tmp")] == []
+
+
+COMMITTED = sorted(
+    Path(__file__).resolve().parents[1].glob("results/findings/hidden_scale/*/curves.csv.gz")
+)
+
+
+@pytest.mark.skipif(not COMMITTED, reason="no committed curves in this checkout")
+@pytest.mark.parametrize("committed", COMMITTED[:3], ids=lambda p: p.parent.name)
+def test_committed_curves_are_rewritten_to_the_same_bytes(tmp_path, committed):
+    """The kept rows of a committed curves.csv.gz, as the metrics of a job with its summary, are
+    kept again at the same steps (same stride: multiples stay multiples, first and last stay) and
+    written to the committed bytes: the writer's format (17 digits, no gzip time stamp) holds."""
+    job = tmp_path / "job"
+    job.mkdir()
+    shutil.copy(committed.parent / "summary.json", job / "summary.json")
+    frame = pd.read_csv(committed, compression="gzip", float_precision="round_trip")
+    rows = [
+        {key: (int(value) if key == "step" else value) for key, value in row.items()
+         if not (isinstance(value, float) and math.isnan(value))}
+        for row in frame.to_dict("records")
+    ]  # fmt: skip
+    store.write_text_atomic(job / "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    assert write_curves(job).read_bytes() == committed.read_bytes()
