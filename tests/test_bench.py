@@ -29,9 +29,10 @@ from experiments.bench.flops import (
     graph_matmul_flops,
     train_step_flops,
 )
+from experiments.bench.measures import BenchReport, Rate
 from experiments.bench.minatar import RATES as MINATAR_RATES
 from experiments.bench.search import SEARCH_CASES, search_cases
-from experiments.bench.suite import COMPILED_SEARCH_TARGET, BenchReport, Rate
+from experiments.bench.suite import COMPILED_SEARCH_TARGET
 from experiments.bench.train_step import make_learner, pseudocode_gradients, random_batch
 from experiments.errors import ConfigError
 from experiments.gradients import get_placement, make_variant

@@ -27,7 +27,7 @@ import tensorflow as tf
 
 from experiments.bench import flops
 from experiments.bench._timing import Case, interleaved_rates, median
-from experiments.bench.suite import BenchSettings, Rate
+from experiments.bench.measures import BenchSettings, Rate
 from experiments.bench.train_step import random_batch
 from experiments.config import RunConfig
 from experiments.gradients import get_placement, make_variant
