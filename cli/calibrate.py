@@ -17,20 +17,23 @@ from cli._errors import USAGE_ERROR, guarded
 
 if TYPE_CHECKING:
     from experiments.calibrate import Calibration
+    from experiments.calibration_record import RungRecord
 
 __all__ = ["calibrate"]
 
 
-def _clip_threshold(rung: dict, which: str) -> None:
+def _clip_threshold(rung: RungRecord, which: str) -> None:
     """A clip arm's threshold from the rung's baseline runs: Study 1's rule (the median of the
     runs' median gradient norms) and Study 3's amendment (e) (the same over the runs that did
     not diverge); a study declares which one it uses before its arms run."""
-    counts = rung.get("counts", {})
-    for key, rule, runs in (
-        ("grad_norm_median", "Study 1's rule", f"{which}'s runs"),
-        ("grad_norm_median_not_diverged", "rule (e)", f"{which}'s runs that did not diverge"),
+    for median, rule, runs in (
+        (rung.counts.grad_norm_median, "Study 1's rule", f"{which}'s runs"),
+        (
+            rung.counts.grad_norm_median_not_diverged,
+            "rule (e)",
+            f"{which}'s runs that did not diverge",
+        ),
     ):
-        median = counts.get(key)
         if median is not None:
             typer.echo(f"clip threshold by {rule} (median gradient norm of {runs}): {median:.4g}")
 
@@ -167,10 +170,10 @@ def calibrate(
     batch = parallel_jobs(jobs, launcher_given=launcher)
     outcome = run_calibration(cal, run_sweep, echo=typer.echo, batch=batch)
     where = cal.folder / "calibration.md"
-    rungs = outcome.record.get("rungs") or []
-    if outcome.status == "chosen":
-        typer.echo(f"chosen: rung {outcome.record['chosen_rung']}; record {where}")
-        _clip_threshold(rungs[outcome.record["chosen_rung"] - 1], "the chosen rung")
+    record = outcome.record
+    if outcome.status == "chosen" and record.chosen_rung is not None:
+        typer.echo(f"chosen: rung {record.chosen_rung}; record {where}")
+        _clip_threshold(record.rungs[record.chosen_rung - 1], "the chosen rung")
         if outcome.preset_kept:
             typer.echo(
                 f"error: {cal.preset_path} exists with other settings and was kept; the new "
@@ -184,7 +187,7 @@ def calibrate(
             f"no rung met the rule (>= {cal.rule:g} of {len(cal.seeds)} seeds unstable): the "
             f"ladder ran out of rungs; no regime written; record {where}"
         )
-        _clip_threshold(rungs[-1], "the last rung")
+        _clip_threshold(record.rungs[-1], "the last rung")
         typer.echo(
             "a harsher ladder (e.g. ladder=harsh) is a new calibration: declare it before its "
             "runs (docs/calibration.md)"

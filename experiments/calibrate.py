@@ -20,39 +20,41 @@ sweep folder, ablation ``calibration``; each rung's runs differ by their overrid
 (``calibration.json``, ``calibration.md``, ``regime.yaml``). Running the same command again skips
 finished runs, so a calibration resumes as a sweep does.
 
-Everything is checked before anything runs or is written (:func:`prepare`): the task (a
-registered one), the ladder, the base regime, the seeds (never a study's), the rule, and every
-rung's jobs as ``gradlab sweep`` would plan them.
+Everything is checked before anything runs or is written (:func:`prepare`, in
+:mod:`experiments.calibration_plan`, re-exported here); this module runs the protocol and writes
+the typed record (:class:`~experiments.calibration_record.CalibrationRecord`) and the preset.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from experiments import plan as planning
-from experiments.calibration_record import (
+from experiments.calibration_counts import (
     DEFAULT_ENDPOINT,
+    RungCounts,
     cannot_meet,
-    check_endpoint,
-    check_rule,
     count_rung,
-    counts_record,
     decide_after,
     meets_rule,
+)
+from experiments.calibration_plan import (
+    ABLATION,
+    DEFAULT_SEEDS,
+    Calibration,
+    check_endpoint_task,
+    prepare,
+)
+from experiments.calibration_record import (
+    CalibrationRecord,
+    RungRecord,
     preset_text,
-    record_version,
     write_record,
 )
-from experiments.errors import ConfigError, unknown_choice
 from experiments.jobs import store
-from experiments.jobs.job import MUZERO, Job
-from experiments.ladder import Ladder, base_values, load_ladder, rung_settings, times_keys
-from experiments.seeds import check_disjoint, parse_seeds, preset_seeds
-from experiments.tasks.registry import TaskFacts, task_facts
+from experiments.tasks.registry import task_facts
 
 __all__ = [
     "ABLATION",
@@ -63,236 +65,6 @@ __all__ = [
     "prepare",
     "run_calibration",
 ]
-
-ABLATION = "calibration"
-"""The sweep preset every rung runs under (``conf/ablation/calibration.yaml``)."""
-DEFAULT_SEEDS = "100-109"
-PRESET_GROUP = "calibrated"
-DEFAULT_BASE = "tuned"
-"""Chosen regimes go to ``conf/regime/calibrated/TASK.yaml``."""
-DEFAULT_LADDER = "default"
-_OWN_KEYS = ("task", "ladder", "regime")
-
-
-@dataclasses.dataclass(frozen=True)
-class Calibration:
-    """A checked calibration, ready to run.
-
-    Attributes:
-      task: the registered task.
-      ladder: the ladder.
-      seeds: the calibration seeds.
-      rule: the fraction of seeds a rung's unstable runs must reach.
-      base_regime: the regime the ladder's rungs add to.
-      extra: the other overrides, given to every run (``logger=none``, ``muzero.training_steps=``).
-      results_dir: R, ``runtime.results_dir``.
-      config_dir: the config folder.
-      settings: each rung's overrides (``key -> value``), rungs before it included.
-      jobs: each rung's planned jobs.
-      base_settings: the base regime's own settings (its YAML), which a chosen preset repeats.
-      endpoint: what the rule counts: ``unstable`` (diverged or collapsed) or
-        ``lost_after_learning`` (:data:`~experiments.calibration_record.ENDPOINTS`).
-    """
-
-    task: str
-    ladder: Ladder
-    seeds: tuple[int, ...]
-    rule: float
-    base_regime: str
-    extra: tuple[str, ...]
-    results_dir: Path
-    config_dir: Path
-    settings: tuple[dict[str, str], ...]
-    jobs: tuple[tuple[planning.PlannedJob, ...], ...]
-    base_settings: dict[str, Any]
-    endpoint: str = DEFAULT_ENDPOINT
-
-    @property
-    def name(self) -> str:
-        """``TASK`` on the default base regime (``tuned``), ladder (``default``) and endpoint
-        (``unstable``); a base regime other than ``tuned`` adds ``_BASE`` (``catch_pseudocode``),
-        a ladder other than ``default`` adds ``_LADDER`` (``breakout_harsh``) and the endpoint
-        ``lost_after_learning`` adds ``_lost_after_learning``: two calibrations of one task never
-        share a folder, a record or a preset."""
-        parts = [self.task]
-        if self.base_regime != DEFAULT_BASE:
-            parts.append(self.base_regime.replace("/", "_"))
-        if self.ladder.name != DEFAULT_LADDER:
-            parts.append(self.ladder.name)
-        if self.endpoint != DEFAULT_ENDPOINT:
-            parts.append(self.endpoint)
-        return "_".join(parts)
-
-    @property
-    def folder(self) -> Path:
-        """The runs' and the record's folder, ``R/NAME/calibration`` (:attr:`name`)."""
-        return store.ablation_dir(self.results_dir / self.name, ABLATION)
-
-    @property
-    def regime(self) -> str:
-        """The chosen regime's name, ``calibrated/NAME`` (:attr:`name`)."""
-        return f"{PRESET_GROUP}/{self.name}"
-
-    @property
-    def preset_path(self) -> Path:
-        return self.config_dir / "regime" / PRESET_GROUP / f"{self.name}.yaml"
-
-    def sweep_overrides(self, index: int, seeds: Sequence[int] | None = None) -> list[str]:
-        """``gradlab sweep``'s overrides for rung ``index`` (0-based), on ``seeds`` (default:
-        all the calibration's seeds)."""
-        return _rung_overrides(self, self.settings[index], self.seeds if seeds is None else seeds)
-
-    def command(self) -> str:
-        """The command line that runs this calibration."""
-        seeds = f"{self.seeds[0]}-{self.seeds[-1]}"
-        if self.seeds != tuple(range(self.seeds[0], self.seeds[-1] + 1)):
-            seeds = ",".join(map(str, self.seeds))
-        words = [
-            "gradlab", "calibrate", f"task={self.task}", f"ladder={self.ladder.name}",
-            f"regime={self.base_regime}", *self.extra, f"runtime.results_dir={self.results_dir}",
-            "--seeds", seeds, "--rule", f"{self.rule:g}",
-        ]  # fmt: skip
-        if self.endpoint != DEFAULT_ENDPOINT:  # unstable's command reads as before
-            words += ["--endpoint", self.endpoint]
-        from experiments.hydra_app import CONF_DIR
-
-        if self.config_dir != Path(CONF_DIR).resolve():
-            words += ["--config-dir", str(self.config_dir)]
-        return shlex.join(words)
-
-
-def _rung_overrides(cal: Calibration, settings: dict[str, str], seeds: Sequence[int]) -> list[str]:
-    return [
-        f"ablation={ABLATION}",
-        f"task={cal.task}",
-        f"regime={cal.base_regime}",
-        *cal.extra,
-        *(f"{k}={v}" for k, v in settings.items()),
-        "variant=none",
-        f"seed={','.join(map(str, seeds))}",
-        f"runtime.results_dir={cal.results_dir / cal.name}",
-    ]
-
-
-def _split(overrides: Sequence[str]) -> tuple[dict[str, str], list[str], Path]:
-    """``(task/ladder/regime choices, the other overrides, runtime.results_dir)``."""
-    own: dict[str, str] = {}
-    extra: list[str] = []
-    results_dir = Path("results")
-    for item in overrides:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ConfigError(f"override {item!r} is not of the form key=value (e.g. task=catch)")
-        if key in _OWN_KEYS:
-            own[key] = value
-        elif key == "runtime.results_dir":
-            results_dir = Path(value)
-        elif key in ("variant", "seed", "ablation") or key.startswith("variant."):
-            raise ConfigError(
-                f"{item!r} cannot be given: a calibration runs variant=none on its own seeds "
-                "(--seeds) under ablation=calibration"
-            )
-        else:
-            extra.append(item)
-    return own, extra, results_dir
-
-
-def check_endpoint_task(endpoint: str, facts: TaskFacts) -> str:
-    """``endpoint`` (:data:`~experiments.calibration_record.ENDPOINTS`), refused in one line for
-    ``lost_after_learning`` on a task without a competence threshold (nothing is learned or
-    lost without one)."""
-    check_endpoint(endpoint)
-    if endpoint == "lost_after_learning" and facts.threshold is None:
-        raise ConfigError(
-            f"--endpoint lost_after_learning needs a competence threshold, and task "
-            f"{facts.name!r} declares none (experiments/tasks/registry.py); use --endpoint "
-            "unstable"
-        )
-    return endpoint
-
-
-def prepare(
-    overrides: Sequence[str],
-    *,
-    seeds: str = DEFAULT_SEEDS,
-    study_seeds: str | None = None,
-    rule: float | str = 0.4,
-    endpoint: str = DEFAULT_ENDPOINT,
-    config_dir: str | Path,
-    job: Job = MUZERO,
-) -> Calibration:
-    """Checks a calibration's inputs and plans every rung's jobs; writes nothing.
-
-    Args:
-      overrides: ``task=NAME`` (required), ``ladder=NAME`` (default ``default``), ``regime=NAME``
-        (the base, default ``tuned``), ``runtime.results_dir=R``, and any other override, given
-        to every run.
-      seeds: the calibration seeds (``100-109``, ``100,101``, ``range(100,110)``).
-      study_seeds: seeds of a study the calibration must not share, besides those of
-        ``conf/study/`` and ``conf/ablation/`` presets.
-      rule: the fraction of seeds, in [0, 1].
-      endpoint: what the rule counts, ``unstable`` or ``lost_after_learning``.
-      config_dir: the config folder.
-      job: the job (a stand-in in tests).
-
-    Raises:
-      ConfigError: an unregistered task, unknown ladder or regime, seeds shared with a study, a
-        rule outside [0, 1], an unknown endpoint (or ``lost_after_learning`` on a task without a
-        threshold), or any rung's bad override.
-    """
-    config_dir = Path(config_dir).resolve()
-    own, extra, results_dir = _split(overrides)
-    if "task" not in own:
-        from experiments.tasks.registry import task_names
-
-        raise ConfigError(
-            f"gradlab calibrate needs task=NAME; choose one of: {', '.join(task_names())}"
-        )
-    facts = task_facts(own["task"])
-    task = facts.name
-    endpoint = check_endpoint_task(endpoint, facts)
-    ladder = load_ladder(config_dir, own.get("ladder", DEFAULT_LADDER))
-    base_regime = own.get("regime", DEFAULT_BASE)
-    regimes = planning.group_options(config_dir, "regime")
-    if base_regime not in regimes:
-        raise unknown_choice("regime", base_regime, regimes)
-    rule = check_rule(rule)
-    calibration_seeds = parse_seeds(seeds, what="--seeds")
-    studies = dict(preset_seeds(config_dir, skip=[ABLATION]))
-    if study_seeds is not None:
-        studies["--study-seeds"] = parse_seeds(study_seeds, what="--study-seeds")
-    check_disjoint(calibration_seeds, studies)
-
-    from omegaconf import OmegaConf
-
-    base_yaml = OmegaConf.load(config_dir / "regime" / f"{base_regime}.yaml")
-    cal = Calibration(
-        task=task,
-        ladder=ladder,
-        seeds=calibration_seeds,
-        rule=rule,
-        base_regime=base_regime,
-        extra=tuple(extra),
-        results_dir=results_dir,
-        config_dir=config_dir,
-        settings=(),
-        jobs=(),
-        base_settings=dict(OmegaConf.to_container(base_yaml) or {}),
-        endpoint=endpoint,
-    )
-    base = base_values(
-        config_dir, [f"task={task}", f"regime={base_regime}", *extra], times_keys(ladder), job
-    )
-    settings = tuple(rung_settings(ladder, i, base) for i in range(len(ladder.rungs)))
-    jobs = tuple(
-        tuple(
-            planning.plan(
-                _rung_overrides(cal, s, cal.seeds), multirun=True, config_dir=config_dir, job=job
-            )
-        )
-        for s in settings
-    )
-    return dataclasses.replace(cal, settings=settings, jobs=jobs)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -308,7 +80,7 @@ class Outcome:
     """
 
     status: str
-    record: dict[str, Any]
+    record: CalibrationRecord
     preset_kept: bool = False
 
 
@@ -361,21 +133,19 @@ def _remeasured(summary: Any, job_dir: Path) -> Any:
 
 
 def _rung_record(
-    cal: Calibration, index: int, counts: Any, meets: bool, *, stopped: bool = False
-) -> dict[str, Any]:
-    record = {
-        "name": cal.ladder.rungs[index].name,
-        "settings": cal.settings[index],
-        "counts": counts_record(counts, cal.endpoint),
-        "meets_rule": meets,
-        "jobs": [j.name for j in cal.jobs[index]],
-    }
-    if stopped:
-        record["stopped_early"] = True  # the seeds run could rule it out (cannot_meet)
-    return record
+    cal: Calibration, index: int, counts: RungCounts, meets: bool, *, stopped: bool = False
+) -> RungRecord:
+    return RungRecord(
+        name=cal.ladder.rungs[index].name,
+        settings=dict(cal.settings[index]),
+        counts=counts,
+        meets_rule=meets,
+        jobs=tuple(j.name for j in cal.jobs[index]),
+        stopped_early=stopped,  # the seeds run could rule it out (cannot_meet)
+    )
 
 
-def _preset_header(cal: Calibration, index: int, counts: Any) -> list[str]:
+def _preset_header(cal: Calibration, index: int, counts: RungCounts) -> list[str]:
     rung = cal.ladder.rungs[index]
     seeds = f"{cal.seeds[0]}-{cal.seeds[-1]}"
     verdict = (
@@ -426,23 +196,17 @@ def run_calibration(
       The :class:`Outcome`.
     """
     has_threshold = task_facts(cal.task).threshold is not None
-    record: dict[str, Any] = {
-        "version": record_version(cal.endpoint),
-        "task": cal.task,
-        "ladder": cal.ladder.name,
-        "ladder_description": cal.ladder.description,
-        "base_regime": cal.base_regime,
-        "rule": cal.rule,
-        **({} if cal.endpoint == DEFAULT_ENDPOINT else {"endpoint": cal.endpoint}),
-        "seeds": list(cal.seeds),
-        "extra_overrides": list(cal.extra),
-        "command": cal.command(),
-        "rungs": [],
-        "status": "running",
-        "chosen_rung": None,
-        "regime": None,
-        "preset": None,
-    }
+    record = CalibrationRecord(
+        task=cal.task,
+        ladder=cal.ladder.name,
+        ladder_description=cal.ladder.description,
+        base_regime=cal.base_regime,
+        rule=cal.rule,
+        seeds=cal.seeds,
+        extra_overrides=cal.extra,
+        command=cal.command(),
+        endpoint=cal.endpoint,
+    )
     total = len(cal.ladder.rungs)
     for index, rung in enumerate(cal.ladder.rungs):
         text = " ".join(f"{k}={v}" for k, v in cal.settings[index].items())
@@ -456,7 +220,7 @@ def run_calibration(
         ran = all(s is not None and s.status in store.FINISHED for s in summaries[:first])
         if first < n and ran:
             if counts.finished < n and cannot_meet(counts, cal.rule, cal.endpoint):
-                record["rungs"].append(_rung_record(cal, index, counts, False, stopped=True))
+                record = record.with_rung(_rung_record(cal, index, counts, False, stopped=True))
                 echo(
                     f"rung {index + 1}/{total} {rung.name}: {_what(cal)} "
                     f"{counts.events(cal.endpoint)} of the {counts.finished} seeds run; the other "
@@ -470,7 +234,7 @@ def run_calibration(
             )
         complete = counts.finished == counts.runs
         meets = complete and meets_rule(counts, cal.rule, cal.endpoint)
-        record["rungs"].append(_rung_record(cal, index, counts, meets))
+        record = record.with_rung(_rung_record(cal, index, counts, meets))
         never = "n/a" if counts.never_learned is None else counts.never_learned
         lost = ""
         if cal.endpoint != DEFAULT_ENDPOINT:
@@ -484,13 +248,13 @@ def run_calibration(
             + ("" if complete else f"; {counts.runs - counts.finished} runs did not finish")
         )
         if not complete:
-            record["status"] = "incomplete"
+            record = dataclasses.replace(record, status="incomplete")
             write_record(cal.folder, record)
             return Outcome("incomplete", record)
         if meets:
             return _choose(cal, index, counts, record)
         write_record(cal.folder, record)
-    record["status"] = "exhausted"
+    record = dataclasses.replace(record, status="exhausted")
     write_record(cal.folder, record)
     return Outcome("exhausted", record)
 
@@ -500,7 +264,7 @@ def _what(cal: Calibration) -> str:
     return "unstable" if cal.endpoint == DEFAULT_ENDPOINT else "lost after learning"
 
 
-def _choose(cal: Calibration, index: int, counts: Any, record: dict[str, Any]) -> Outcome:
+def _choose(cal: Calibration, index: int, counts: RungCounts, record: CalibrationRecord) -> Outcome:
     text = preset_text(
         {**_plain(cal), **cal.settings[index]},
         header=_preset_header(cal, index, counts),
@@ -512,9 +276,7 @@ def _choose(cal: Calibration, index: int, counts: Any, record: dict[str, Any]) -
     if not kept:
         cal.preset_path.parent.mkdir(parents=True, exist_ok=True)
         store.write_text_atomic(cal.preset_path, text)
-    record.update(
-        status="chosen", chosen_rung=index + 1, regime=cal.regime, preset=str(cal.preset_path)
-    )
+    record = record.chosen(index, regime=cal.regime, preset=cal.preset_path)
     write_record(cal.folder, record)
     return Outcome("chosen", record, preset_kept=kept)
 

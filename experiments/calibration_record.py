@@ -1,38 +1,49 @@
-"""A calibration's counts per rung, its rule, its record (``calibration.json`` and
-``calibration.md``) and the regime preset it derives.
+"""A calibration's record (``calibration.json`` and ``calibration.md``), typed, and the regime
+preset it derives.
 
-The verdicts are the runs' own (``summary.json``'s ``stability``, defined in
-:mod:`experiments.metrics` before any calibration): *unstable* = diverged or collapsed; *never
-learned* = never reached the task's threshold (``None`` for a task without one). Each run's outcome
-class (:func:`experiments.outcome.run_outcome`) gives *learned* and *lost after learning* (reached
-the threshold, then fell back below it by the end or diverged).
+:class:`CalibrationRecord` holds what the protocol (:mod:`experiments.calibrate`) decided, rung
+by rung (:class:`RungRecord`, each with its :class:`~experiments.calibration_counts.RungCounts`);
+:meth:`CalibrationRecord.to_json` writes it in the very shape, key order and bytes of the record
+before it was typed (tests/test_calibration_json.py compares against files written then), and
+:meth:`CalibrationRecord.from_json` reads any committed record back to those bytes.
 
-The rule counts one endpoint (:data:`ENDPOINTS`): ``unstable`` (the default, the only one before
-2026-11-27) or ``lost_after_learning`` (issue 38's Study 5). Record versions: 1, the ``unstable``
-records (written byte for byte as before the endpoint existed); 2, a record with an ``endpoint``
-key and the counts ``learned``, ``lost_after_learning`` and ``no_outcome``
-(:func:`record_version`). Both are read by :func:`record_markdown`.
+Record versions: 1, the ``unstable`` records (written byte for byte as before the endpoint
+existed); 2, a record with an ``endpoint`` key and the counts ``learned``,
+``lost_after_learning`` and ``no_outcome`` (:func:`record_version`). Both are read by
+:func:`record_markdown`. The counts and the rule: :mod:`experiments.calibration_counts`
+(re-exported here).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
-import statistics
 from collections.abc import Mapping, Sequence
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from experiments.calibration_counts import (
+    DEFAULT_ENDPOINT,
+    ENDPOINTS,
+    RungCounts,
+    cannot_meet,
+    check_endpoint,
+    check_rule,
+    count_rung,
+    decide_after,
+    meets_rule,
+    run_class,
+)
 from experiments.errors import ConfigError
 from experiments.jobs import store
-from experiments.jobs.summary import Summary
 
 __all__ = [
     "DEFAULT_ENDPOINT",
     "ENDPOINTS",
     "RECORD_VERSION",
+    "STATUSES",
+    "CalibrationRecord",
     "RungCounts",
+    "RungRecord",
     "cannot_meet",
     "check_endpoint",
     "check_rule",
@@ -50,73 +61,11 @@ __all__ = [
 RECORD_VERSION = 2
 """The newest record version (module docstring); ``unstable`` records are still version 1."""
 
-ENDPOINTS = ("unstable", "lost_after_learning")
-"""What a rung's rule counts: unstable runs (diverged or collapsed), or runs that lost what they
-learned (outcome ``lost`` or ``diverged_after_learning``)."""
-DEFAULT_ENDPOINT = "unstable"
+STATUSES = ("running", "chosen", "exhausted", "incomplete")
+"""A record's status: rungs still to run, a rung chosen, the ladder run out, a rung unfinished."""
+
 _NEW_COUNTS = ("learned", "lost_after_learning", "no_outcome")  # version 2 only
-
-
-@dataclasses.dataclass(frozen=True)
-class RungCounts:
-    """Verdicts of one rung's runs.
-
-    Attributes:
-      runs: seeds planned (the rule's denominator).
-      finished: runs with a finished summary (completed, diverged or timeout).
-      unstable: diverged or collapsed.
-      diverged: diverged.
-      collapsed: collapsed and not diverged (so ``unstable = diverged + collapsed``).
-      never_learned: never reached the threshold; ``None`` for a task without one.
-      undetermined: finished runs without a collapse verdict (no evaluation) that did not diverge.
-      grad_norm_median: the median over the finished runs of each run's median global gradient
-        norm (``stability.grad_norm_median``): Study 1's rule for a clip arm's threshold, derived
-        from the baseline alone (docs/studies.md); ``None`` where no run has one.
-      grad_norm_median_not_diverged: the same median over the finished runs that did not
-        diverge: Study 3's rule from amendment (e), for a rung whose diverged runs' norms (the
-        scale of an exploding run) would set a threshold that never clips; ``None`` likewise.
-      learned: finished runs that reached the threshold before diverging (outcome ``held``,
-        ``lost`` or ``diverged_after_learning``); ``None`` for a task without a threshold, or
-        where not counted (the endpoint ``unstable``).
-      lost_after_learning: finished runs whose outcome is ``lost`` or
-        ``diverged_after_learning``; ``None`` likewise.
-      no_outcome: finished runs without an outcome class (e.g. no final window); ``None``
-        likewise. Counted in neither of the two above.
-    """
-
-    runs: int
-    finished: int
-    unstable: int
-    diverged: int
-    collapsed: int
-    never_learned: int | None
-    undetermined: int
-    grad_norm_median: float | None = None
-    grad_norm_median_not_diverged: float | None = None
-    learned: int | None = None
-    lost_after_learning: int | None = None
-    no_outcome: int | None = None
-
-    def events(self, endpoint: str) -> int:
-        """The runs the rule counts under ``endpoint`` (:data:`ENDPOINTS`).
-
-        Raises:
-          ConfigError: an unknown endpoint, or ``lost_after_learning`` not counted (no threshold).
-        """
-        if check_endpoint(endpoint) == "unstable":
-            return self.unstable
-        if self.lost_after_learning is None:
-            raise ConfigError(
-                "lost_after_learning is not counted for a task without a competence threshold"
-            )
-        return self.lost_after_learning
-
-
-def check_endpoint(endpoint: str) -> str:
-    """``endpoint`` if it is one of :data:`ENDPOINTS`; else a one-line ConfigError."""
-    if endpoint not in ENDPOINTS:
-        raise ConfigError(f"unknown --endpoint {endpoint!r}; choose one of: {', '.join(ENDPOINTS)}")
-    return endpoint
+_COUNT_KEYS = tuple(f.name for f in dataclasses.fields(RungCounts))
 
 
 def record_version(endpoint: str) -> int:
@@ -134,128 +83,182 @@ def counts_record(counts: RungCounts, endpoint: str) -> dict[str, Any]:
     return out
 
 
-def run_class(summary: Summary) -> str | None:
-    """A finished run's outcome class (:func:`experiments.outcome.run_outcome`), or None.
+@dataclasses.dataclass(frozen=True)
+class RungRecord:
+    """One rung as the record holds it.
 
-    The threshold is the one the summary recorded, else the task registry's times the run's
-    reward scale (:func:`experiments.report.endpoints.declared_threshold`). The stability
-    figures (``reached_threshold``, ``steps_to_threshold``) must be measured against that
-    threshold: a run that recorded none has them re-measured from its evaluations by the
-    calibration before it is counted; ``reached_threshold`` None (not measured) gives None.
+    Attributes:
+      name: the rung's name in its ladder.
+      settings: the rung's overrides, ``key -> value`` text, rungs before it included.
+      counts: its runs' verdicts.
+      meets_rule: whether the rung met the rule (every run finished and enough events).
+      jobs: its runs' job names, one per seed.
+      stopped_early: the seeds run could already rule it out, so the others never ran
+        (:func:`~experiments.calibration_counts.cannot_meet`).
+      unrecorded: count keys a record written before they were counted does not hold (left out
+        again when written back; read as ``None``).
     """
-    from experiments.outcome import run_outcome
-    from experiments.report.endpoints import declared_threshold
 
-    v = summary.stability
-    if v.get("reached_threshold") is None:
-        return None
-    threshold = summary.threshold
-    if threshold is None or not math.isfinite(float(threshold)):
-        threshold = declared_threshold(summary.task, summary.reward_scale)
-    return run_outcome(
-        threshold=threshold,
-        steps_to_threshold=v.get("steps_to_threshold"),
-        diverged=v.get("diverged"),
-        diverged_step=v.get("diverged_step"),
-        final_return=v.get("final_return"),
-    )
+    name: str
+    settings: dict[str, str]
+    counts: RungCounts
+    meets_rule: bool
+    jobs: tuple[str, ...]
+    stopped_early: bool = False
+    unrecorded: tuple[str, ...] = ()
 
+    def to_json(self, endpoint: str) -> dict[str, Any]:
+        """The rung's JSON object (``stopped_early`` only where true)."""
+        counts = counts_record(self.counts, endpoint)
+        for key in self.unrecorded:
+            counts.pop(key, None)
+        out: dict[str, Any] = {
+            "name": self.name,
+            "settings": dict(self.settings),
+            "counts": counts,
+            "meets_rule": self.meets_rule,
+            "jobs": list(self.jobs),
+        }
+        if self.stopped_early:
+            out["stopped_early"] = True
+        return out
 
-def _median_norm(stability: Sequence[Mapping[str, Any]]) -> float | None:
-    """The median of the runs' finite ``grad_norm_median`` (``None`` where none has one)."""
-    norms = [v.get("grad_norm_median") for v in stability]
-    norms = [float(x) for x in norms if x is not None and math.isfinite(float(x))]
-    return float(statistics.median(norms)) if norms else None
-
-
-def count_rung(
-    summaries: Sequence[Summary | None], *, has_threshold: bool, endpoint: str = DEFAULT_ENDPOINT
-) -> RungCounts:
-    """Counts the verdicts of a rung's runs (``None``: a run without a summary); the outcome
-    counts (``learned``, ``lost_after_learning``, ``no_outcome``) for the endpoint
-    ``lost_after_learning`` on a task with a threshold only (else ``None``: an ``unstable``
-    record does not hold them)."""
-    done = [s for s in summaries if s is not None and s.status in store.FINISHED]
-    stability = [s.stability for s in done]
-    diverged = sum(1 for v in stability if v.get("diverged") == 1)
-    collapsed = sum(1 for v in stability if v.get("diverged") != 1 and v.get("collapsed") == 1)
-    undetermined = sum(1 for v in stability if v.get("diverged") != 1 and v.get("unstable") is None)
-    never = sum(1 for v in stability if v.get("reached_threshold") != 1)
-    from experiments.outcome import ENDPOINT_CLASSES
-
-    outcomes = has_threshold and check_endpoint(endpoint) != DEFAULT_ENDPOINT
-    classes = [run_class(s) for s in done] if outcomes else []
-    learned = sum(1 for c in classes if c in ENDPOINT_CLASSES["learned"])
-    lost = sum(1 for c in classes if c in ENDPOINT_CLASSES["lost_after_learning"])
-    no_outcome = sum(1 for c in classes if c is None)
-    return RungCounts(
-        runs=len(summaries),
-        finished=len(done),
-        unstable=diverged + collapsed,
-        diverged=diverged,
-        collapsed=collapsed,
-        never_learned=never if has_threshold else None,
-        undetermined=undetermined,
-        grad_norm_median=_median_norm(stability),
-        grad_norm_median_not_diverged=_median_norm(
-            [v for v in stability if v.get("diverged") != 1]
-        ),
-        learned=learned if outcomes else None,
-        lost_after_learning=lost if outcomes else None,
-        no_outcome=no_outcome if outcomes else None,
-    )
-
-
-def check_rule(rule: float | str) -> float:
-    """The rule's fraction (a number, or its text), refused outside [0, 1] or not a number."""
-    if isinstance(rule, str):
-        try:
-            rule = float(rule)
-        except ValueError:
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], endpoint: str) -> RungRecord:
+        """A rung of a record read back (:meth:`to_json`'s inverse)."""
+        counts = dict(data["counts"])
+        unknown = sorted(set(counts) - set(_COUNT_KEYS))
+        if unknown:
             raise ConfigError(
-                f"--rule {rule!r} is not a number; expected a fraction in [0, 1]"
-            ) from None
-    if isinstance(rule, bool) or not isinstance(rule, int | float) or not 0.0 <= rule <= 1.0:
-        raise ConfigError(f"--rule {rule!r} is out of range; expected a fraction in [0, 1]")
-    return float(rule)
+                f"calibration record rung {data.get('name')!r} has unknown counts {unknown}; "
+                f"known: {', '.join(_COUNT_KEYS)}"
+            )
+        dropped = _NEW_COUNTS if endpoint == DEFAULT_ENDPOINT else ()
+        unrecorded = tuple(k for k in _COUNT_KEYS if k not in counts and k not in dropped)
+        return cls(
+            name=str(data["name"]),
+            settings=dict(data["settings"]),
+            counts=RungCounts(**counts),
+            meets_rule=bool(data["meets_rule"]),
+            jobs=tuple(data["jobs"]),
+            stopped_early=bool(data.get("stopped_early", False)),
+            unrecorded=unrecorded,
+        )
 
 
-def meets_rule(counts: RungCounts, rule: float, endpoint: str = DEFAULT_ENDPOINT) -> bool:
-    """Whether ``events / runs >= rule``, exactly (``Fraction``: 3/10 meets 0.3, which
-    ``3 >= 0.3 * 10`` in floating point would not, 0.3 * 10 being 3.0000000000000004); the
-    events are the ``endpoint``'s (:meth:`RungCounts.events`: unstable runs by default)."""
-    if counts.runs == 0:
-        return False
-    return Fraction(counts.events(endpoint), counts.runs) >= _fraction(rule)
+@dataclasses.dataclass(frozen=True)
+class CalibrationRecord:
+    """``calibration.json``: what a calibration ran and decided.
 
+    Attributes:
+      task: the registered task.
+      ladder: the ladder's name.
+      ladder_description: the ladder's description.
+      base_regime: the regime the rungs add to.
+      rule: the fraction of seeds a rung's events must reach.
+      seeds: the calibration seeds.
+      extra_overrides: the other overrides every run had.
+      command: the command line that runs (and resumes) the calibration.
+      endpoint: what the rule counts (:data:`ENDPOINTS`); written only when not ``unstable``.
+      rungs: the rungs decided so far, in ladder order.
+      status: one of :data:`STATUSES`.
+      chosen_rung: the chosen rung, 1-based; ``None`` unless ``chosen``.
+      regime: the chosen regime's name (``calibrated/NAME``); ``None`` unless ``chosen``.
+      preset: the preset's path, as text; ``None`` unless ``chosen``.
+    """
 
-def _fraction(rule: float) -> Fraction:
-    """The rule as written (``0.3`` is 3/10, not the float nearest it)."""
-    return Fraction(repr(float(rule)))
+    task: str
+    ladder: str
+    ladder_description: str
+    base_regime: str
+    rule: float
+    seeds: tuple[int, ...]
+    extra_overrides: tuple[str, ...]
+    command: str
+    endpoint: str = DEFAULT_ENDPOINT
+    rungs: tuple[RungRecord, ...] = ()
+    status: str = "running"
+    chosen_rung: int | None = None
+    regime: str | None = None
+    preset: str | None = None
 
+    def __post_init__(self) -> None:
+        check_endpoint(self.endpoint)
+        if self.status not in STATUSES:
+            raise ConfigError(
+                f"calibration record status {self.status!r}; one of: {', '.join(STATUSES)}"
+            )
 
-def cannot_meet(counts: RungCounts, rule: float, endpoint: str = DEFAULT_ENDPOINT) -> bool:
-    """Whether the rung can no longer meet the rule: even if every run not finished yet were an
-    event (unstable, or lost after learning: ``endpoint``), ``(events + not finished) / runs <
-    rule`` (exact, as :func:`meets_rule`)."""
-    if counts.runs == 0:
-        return False
-    best = counts.events(endpoint) + counts.runs - counts.finished
-    return Fraction(best, counts.runs) < _fraction(rule)
+    @property
+    def version(self) -> int:
+        """The record's version (:func:`record_version`)."""
+        return record_version(self.endpoint)
 
+    def with_rung(self, rung: RungRecord) -> CalibrationRecord:
+        """This record with ``rung`` appended."""
+        return dataclasses.replace(self, rungs=(*self.rungs, rung))
 
-def decide_after(runs: int, rule: float, batch: int) -> int:
-    """How many of a rung's ``runs`` seeds to run before asking :func:`cannot_meet`: the fewest
-    whose all being stable already rules the rung out (``runs - need + 1``, ``need`` the unstable
-    runs the rule asks for), rounded up to whole batches of ``batch`` runs at once, so that the
-    question costs no extra wave of runs; ``runs`` (ask nothing early) when that leaves no seed
-    to save."""
-    need = math.ceil(_fraction(rule) * runs)  # the fewest unstable runs meeting the rule
-    if need == 0:
-        return runs  # rule 0: every rung meets it
-    first = runs - need + 1
-    first = -(-first // batch) * batch
-    return min(first, runs)
+    def chosen(self, index: int, *, regime: str, preset: str | Path) -> CalibrationRecord:
+        """This record with rung ``index`` (0-based) chosen, as ``regime`` at ``preset``."""
+        return dataclasses.replace(
+            self, status="chosen", chosen_rung=index + 1, regime=regime, preset=str(preset)
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object, keys in the order every record has had (``endpoint`` only for a
+        version-2 record)."""
+        head: dict[str, Any] = {
+            "version": self.version,
+            "task": self.task,
+            "ladder": self.ladder,
+            "ladder_description": self.ladder_description,
+            "base_regime": self.base_regime,
+            "rule": self.rule,
+        }
+        if self.endpoint != DEFAULT_ENDPOINT:
+            head["endpoint"] = self.endpoint
+        return {
+            **head,
+            "seeds": list(self.seeds),
+            "extra_overrides": list(self.extra_overrides),
+            "command": self.command,
+            "rungs": [r.to_json(self.endpoint) for r in self.rungs],
+            "status": self.status,
+            "chosen_rung": self.chosen_rung,
+            "regime": self.regime,
+            "preset": self.preset,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CalibrationRecord:
+        """A record read back (``json.load`` of ``calibration.json``).
+
+        Raises:
+          ConfigError: a version that does not match the endpoint, an unknown status, endpoint
+            or count.
+        """
+        endpoint = str(data.get("endpoint", DEFAULT_ENDPOINT))
+        if data.get("version") != record_version(endpoint):
+            raise ConfigError(
+                f"calibration record version {data.get('version')!r} does not match endpoint "
+                f"{endpoint!r} (version {record_version(endpoint)})"
+            )
+        return cls(
+            task=str(data["task"]),
+            ladder=str(data["ladder"]),
+            ladder_description=str(data["ladder_description"]),
+            base_regime=str(data["base_regime"]),
+            rule=float(data["rule"]),
+            seeds=tuple(int(s) for s in data["seeds"]),
+            extra_overrides=tuple(str(o) for o in data["extra_overrides"]),
+            command=str(data["command"]),
+            endpoint=endpoint,
+            rungs=tuple(RungRecord.from_json(r, endpoint) for r in data["rungs"]),
+            status=str(data["status"]),
+            chosen_rung=data["chosen_rung"],
+            regime=data["regime"],
+            preset=data["preset"],
+        )
 
 
 def preset_text(
@@ -280,118 +283,105 @@ def _cell(value: Any) -> str:
     return "n/a" if value is None else str(value)
 
 
-def record_markdown(record: Mapping[str, Any]) -> str:
-    """``calibration.md``: the rungs' counts as a table, the rule and the outcome (a record
-    without ``endpoint``, version 1, counts unstable runs)."""
-    if record.get("endpoint", DEFAULT_ENDPOINT) != DEFAULT_ENDPOINT:
-        return _lost_markdown(record)
-    seeds = record["seeds"]
+def record_markdown(record: CalibrationRecord) -> str:
+    """``calibration.md``: the rungs' counts as a table, the rule and the outcome (a version-1
+    record counts unstable runs; a version-2 one, lost after learning)."""
+    seeds = record.seeds
+    lost = record.endpoint != DEFAULT_ENDPOINT
+    what = (
+        "lost what they learned (reached the task's threshold, then fell back below it by the end "
+        f"or diverged: `--endpoint {record.endpoint}`)"
+        if lost
+        else "are unstable"
+    )
     lines = [
-        f"# Calibration of `{record['task']}` (ladder `{record['ladder']}`)",
+        f"# Calibration of `{record.task}` (ladder `{record.ladder}`)",
         "",
-        f"`variant=none` alone, base regime `{record['base_regime']}`, seeds "
-        f"{seeds[0]}-{seeds[-1]} ({len(seeds)}); rule: the first rung whose runs are unstable "
-        f"in at least {record['rule']:g} of the seeds. Each rung keeps the settings of the rungs "
-        "before it.",
-        "",
-        "| rung | settings | unstable | diverged | collapsed | never learned | finished "
-        "| median grad norm | not diverged |",
-        "|---|---|--:|--:|--:|--:|--:|--:|--:|",
-    ]
-    for i, rung in enumerate(record["rungs"], 1):
-        c = rung["counts"]
-        settings = " ".join(f"`{k}={v}`" for k, v in rung["settings"].items())
-        mark = "**" if rung.get("meets_rule") else ""
-        stopped = " (stopped: cannot meet the rule)" if rung.get("stopped_early") else ""
-        lines.append(
-            f"| {i} {rung['name']} | {settings} | {mark}{c['unstable']}/{c['runs']}{mark} | "
-            f"{c['diverged']} | {c['collapsed']} | {_cell(c['never_learned'])} | "
-            f"{c['finished']}/{c['runs']}{stopped} | {_norm(c.get('grad_norm_median'))} | "
-            f"{_norm(c.get('grad_norm_median_not_diverged'))} |"
-        )
-    lines += [
-        "",
-        "Median grad norm: the median over the rung's runs of each run's median global gradient "
-        "norm, a clip arm's threshold by Study 1's rule (docs/studies.md); not diverged: the "
-        "same over the runs that did not diverge (Study 3's amendment (e)), n/a for a record "
-        "written before it was counted.",
-        "",
-        _outcome(record),
+        f"`variant=none` alone, base regime `{record.base_regime}`, seeds "
+        f"{seeds[0]}-{seeds[-1]} ({len(seeds)}); rule: the first rung whose runs {what} in at "
+        f"least {record.rule:g} of the seeds. Each rung keeps the settings of the rungs before it.",
         "",
     ]
-    if record.get("extra_overrides"):
-        lines += [f"Every run also had: `{' '.join(record['extra_overrides'])}`.", ""]
-    lines += ["Command:", "", "```bash", record["command"], "```", ""]
+    if lost:
+        lines += [
+            "| rung | settings | lost after learning | learned | unstable | diverged | collapsed "
+            "| never learned | no outcome | finished | median grad norm | not diverged |",
+            "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+        ]
+    else:
+        lines += [
+            "| rung | settings | unstable | diverged | collapsed | never learned | finished "
+            "| median grad norm | not diverged |",
+            "|---|---|--:|--:|--:|--:|--:|--:|--:|",
+        ]
+    lines += [_row(i, rung, lost=lost) for i, rung in enumerate(record.rungs, 1)]
+    lines += ["", _LOST_NOTE if lost else _UNSTABLE_NOTE, "", _outcome(record), ""]
+    if record.extra_overrides:
+        lines += [f"Every run also had: `{' '.join(record.extra_overrides)}`.", ""]
+    lines += ["Command:", "", "```bash", record.command, "```", ""]
     return "\n".join(lines)
 
 
-def _lost_markdown(record: Mapping[str, Any]) -> str:
-    """``calibration.md`` of a record whose rule counts ``lost_after_learning`` (version 2)."""
-    seeds = record["seeds"]
-    lines = [
-        f"# Calibration of `{record['task']}` (ladder `{record['ladder']}`)",
-        "",
-        f"`variant=none` alone, base regime `{record['base_regime']}`, seeds "
-        f"{seeds[0]}-{seeds[-1]} ({len(seeds)}); rule: the first rung whose runs lost what they "
-        f"learned (reached the task's threshold, then fell back below it by the end or diverged: "
-        f"`--endpoint {record['endpoint']}`) in at least {record['rule']:g} of the seeds. Each "
-        "rung keeps the settings of the rungs before it.",
-        "",
-        "| rung | settings | lost after learning | learned | unstable | diverged | collapsed "
-        "| never learned | no outcome | finished | median grad norm | not diverged |",
-        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
-    ]
-    for i, rung in enumerate(record["rungs"], 1):
-        c = rung["counts"]
-        settings = " ".join(f"`{k}={v}`" for k, v in rung["settings"].items())
-        mark = "**" if rung.get("meets_rule") else ""
-        stopped = " (stopped: cannot meet the rule)" if rung.get("stopped_early") else ""
-        lines.append(
-            f"| {i} {rung['name']} | {settings} | "
-            f"{mark}{_cell(c['lost_after_learning'])}/{c['runs']}{mark} | {_cell(c['learned'])} | "
-            f"{c['unstable']} | {c['diverged']} | {c['collapsed']} | "
-            f"{_cell(c['never_learned'])} | {_cell(c['no_outcome'])} | "
-            f"{c['finished']}/{c['runs']}{stopped} | {_norm(c.get('grad_norm_median'))} | "
-            f"{_norm(c.get('grad_norm_median_not_diverged'))} |"
-        )
-    lines += [
-        "",
-        "Lost after learning: outcome `lost` (reached the threshold, final-window mean below it) "
-        "or `diverged_after_learning`; learned: reached the threshold before diverging (held, "
-        "lost or diverged after); no outcome: finished runs without a class (no final window), "
-        "counted in neither (experiments/outcome.py). Median grad norm: the median over the "
-        "rung's runs of each run's median global gradient norm (Study 1's rule); not diverged: "
-        "the same over the runs that did not diverge (amendment (e)).",
-        "",
-        _outcome(record),
-        "",
-    ]
-    if record.get("extra_overrides"):
-        lines += [f"Every run also had: `{' '.join(record['extra_overrides'])}`.", ""]
-    lines += ["Command:", "", "```bash", record["command"], "```", ""]
-    return "\n".join(lines)
+_UNSTABLE_NOTE = (
+    "Median grad norm: the median over the rung's runs of each run's median global gradient "
+    "norm, a clip arm's threshold by Study 1's rule (docs/studies.md); not diverged: the "
+    "same over the runs that did not diverge (Study 3's amendment (e)), n/a for a record "
+    "written before it was counted."
+)
+_LOST_NOTE = (
+    "Lost after learning: outcome `lost` (reached the threshold, final-window mean below it) "
+    "or `diverged_after_learning`; learned: reached the threshold before diverging (held, "
+    "lost or diverged after); no outcome: finished runs without a class (no final window), "
+    "counted in neither (experiments/outcome.py). Median grad norm: the median over the "
+    "rung's runs of each run's median global gradient norm (Study 1's rule); not diverged: "
+    "the same over the runs that did not diverge (amendment (e))."
+)
 
 
-def _outcome(record: Mapping[str, Any]) -> str:
-    status = record["status"]
-    if status == "chosen":
+def _row(i: int, rung: RungRecord, *, lost: bool) -> str:
+    """Rung ``i`` (1-based) as a table row: its rule's count in bold where it met the rule."""
+    c = rung.counts
+    settings = " ".join(f"`{k}={v}`" for k, v in rung.settings.items())
+    mark = "**" if rung.meets_rule else ""
+    stopped = " (stopped: cannot meet the rule)" if rung.stopped_early else ""
+    if lost:
+        cells = [
+            f"{mark}{_cell(c.lost_after_learning)}/{c.runs}{mark}",
+            _cell(c.learned),
+            str(c.unstable),
+        ]
+    else:
+        cells = [f"{mark}{c.unstable}/{c.runs}{mark}"]
+    cells += [str(c.diverged), str(c.collapsed), _cell(c.never_learned)]
+    if lost:
+        cells.append(_cell(c.no_outcome))
+    cells += [
+        f"{c.finished}/{c.runs}{stopped}",
+        _norm(c.grad_norm_median),
+        _norm(c.grad_norm_median_not_diverged),
+    ]
+    return f"| {i} {rung.name} | {settings} | " + " | ".join(cells) + " |"
+
+
+def _outcome(record: CalibrationRecord) -> str:
+    if record.status == "chosen":
         return (
-            f"Chosen: rung {record['chosen_rung']} ({record['rungs'][-1]['name']}), written as "
-            f"`regime={record['regime']}` ({record['preset']})."
+            f"Chosen: rung {record.chosen_rung} ({record.rungs[-1].name}), written as "
+            f"`regime={record.regime}` ({record.preset})."
         )
-    if status == "exhausted":
+    if record.status == "exhausted":
         return "No rung met the rule: the ladder ran out of rungs, and no regime was written."
-    if status == "running":
-        return f"Running: {len(record['rungs'])} rung(s) done, none meeting the rule so far."
+    if record.status == "running":
+        return f"Running: {len(record.rungs)} rung(s) done, none meeting the rule so far."
     return (
-        f"Incomplete: rung {len(record['rungs'])} has runs that did not finish; run the same "
+        f"Incomplete: rung {len(record.rungs)} has runs that did not finish; run the same "
         "command again (finished runs are skipped)."
     )
 
 
-def write_record(folder: str | Path, record: Mapping[str, Any]) -> None:
+def write_record(folder: str | Path, record: CalibrationRecord) -> None:
     """Writes ``calibration.json`` and ``calibration.md`` into ``folder`` (atomically)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    store.write_json_atomic(folder / "calibration.json", record)
+    store.write_json_atomic(folder / "calibration.json", record.to_json())
     store.write_text_atomic(folder / "calibration.md", record_markdown(record))

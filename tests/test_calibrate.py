@@ -16,7 +16,9 @@ from conftest import compose_config
 
 from experiments.calibrate import prepare, run_calibration
 from experiments.calibration_record import (
+    CalibrationRecord,
     RungCounts,
+    RungRecord,
     cannot_meet,
     check_rule,
     count_rung,
@@ -276,16 +278,18 @@ def test_committed_calibrations_give_the_studies_clip_thresholds(
 
 def test_record_markdown_shows_the_median_grad_norm():
     counts = RungCounts(10, 10, 4, 4, 0, None, 0, grad_norm_median=0.60235)
-    record = {
-        "task": "t", "ladder": "l", "base_regime": "tuned", "seeds": [100, 109], "rule": 0.4,
-        "status": "exhausted", "command": "gradlab calibrate task=t", "extra_overrides": [],
-        "rungs": [{"name": "r", "settings": {"a": 1}, "counts": dataclasses.asdict(counts)}],
-    }  # fmt: skip
+    rung = RungRecord("r", {"a": "1"}, counts, meets_rule=False, jobs=())
+    record = CalibrationRecord(
+        task="t", ladder="l", ladder_description="", base_regime="tuned", rule=0.4,
+        seeds=(100, 109), extra_overrides=(), command="gradlab calibrate task=t",
+        rungs=(rung,), status="exhausted",
+    )  # fmt: skip
     text = record_markdown(record)
     assert "| median grad norm | not diverged |" in text
     # finished, then 4 significant figures; rule (e)'s median not counted: n/a
     assert "| 10/10 | 0.6024 | n/a |" in text
-    record["rungs"][0]["counts"]["grad_norm_median_not_diverged"] = 2.5
+    counts = dataclasses.replace(counts, grad_norm_median_not_diverged=2.5)
+    record = dataclasses.replace(record, rungs=(dataclasses.replace(rung, counts=counts),))
     assert "| 10/10 | 0.6024 | 2.5 |" in record_markdown(record)
 
 
@@ -462,11 +466,12 @@ def test_a_rung_that_cannot_meet_the_rule_stops_after_whole_batches(conf, tmp_pa
         "seed=100,101,102,103",
         "seed=100,101,102,103,104",
     ]
-    assert outcome.status == "chosen" and outcome.record["chosen_rung"] == 2
-    first, second = outcome.record["rungs"]
-    assert first["stopped_early"] and not first["meets_rule"]
-    assert (first["counts"]["finished"], first["counts"]["unstable"]) == (4, 0)
-    assert "stopped_early" not in second and second["counts"]["finished"] == 5
+    assert outcome.status == "chosen" and outcome.record.chosen_rung == 2
+    first, second = outcome.record.rungs
+    assert first.stopped_early and not first.meets_rule
+    assert (first.counts.finished, first.counts.unstable) == (4, 0)
+    assert not second.stopped_early and second.counts.finished == 5
+    assert "stopped_early" not in outcome.record.to_json()["rungs"][1]
     assert not cal.jobs[0][4].job_dir.exists()
     assert any("the other 1 could not make it 0.4 of 5: stopped there" in x for x in lines)
     md = (cal.folder / "calibration.md").read_text()
@@ -487,15 +492,15 @@ def test_early_decision_keeps_finished_rungs_whole_and_stops_on_unfinished_runs(
         store.write_summary(job.job_dir, stable)
     run_sweep, calls = _seed_writer(cal, [[stable] * 5, [bad] * 5])
     outcome = run_calibration(cal, run_sweep, echo=lambda line: None, batch=2)
-    first = outcome.record["rungs"][0]
-    assert "stopped_early" not in first and first["counts"]["finished"] == 5
+    first = outcome.record.rungs[0]
+    assert not first.stopped_early and first.counts.finished == 5
     assert outcome.status == "chosen"
     # a first chunk that does not finish (stopped, failed): incomplete, the rest never started
     cal = _prepare(conf, tmp_path / "stopped")
     run_sweep, calls = _seed_writer(cal, [[stable, _summary("interrupted")] + [stable] * 3])
     outcome = run_calibration(cal, run_sweep, echo=lambda line: None, batch=2)
     assert outcome.status == "incomplete" and len(calls) == 1
-    assert outcome.record["status"] == "incomplete"
+    assert outcome.record.status == "incomplete"
 
 
 def test_a_different_existing_preset_is_kept(conf, tmp_path):

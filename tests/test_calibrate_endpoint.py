@@ -16,6 +16,7 @@ from conftest import compose_config
 
 from experiments.calibrate import check_endpoint_task, prepare, run_calibration
 from experiments.calibration_record import (
+    CalibrationRecord,
     RungCounts,
     cannot_meet,
     check_endpoint,
@@ -188,7 +189,7 @@ def test_the_protocol_on_lost_after_learning_stops_early_on_the_same_count(stand
         "seed=100,101,102,103",
         "seed=100,101,102,103,104",
     ]
-    assert outcome.status == "chosen" and outcome.record["chosen_rung"] == 2
+    assert outcome.status == "chosen" and outcome.record.chosen_rung == 2
     record = json.loads((cal.folder / "calibration.json").read_text())
     assert record["version"] == 2 and record["endpoint"] == "lost_after_learning"
     first, second = record["rungs"]
@@ -246,7 +247,7 @@ def test_counts_record_drops_the_new_counts_for_unstable_only():
 
 def test_a_committed_version_1_record_still_reads():
     path = CONF.parent / "results" / "findings" / "catch" / "calibration" / "calibration.json"
-    text = record_markdown(json.loads(path.read_text()))
+    text = record_markdown(CalibrationRecord.from_json(json.loads(path.read_text())))
     assert "| 3 lr_x3 |" in text and "**6/10**" in text
 
 
@@ -444,9 +445,9 @@ def test_a_run_that_recorded_no_threshold_is_re_measured_from_its_evaluations(
             )
 
     outcome = run_calibration(cal, run_sweep, echo=lambda x: None)
-    counts = outcome.record["rungs"][0]["counts"]
+    counts = outcome.record.rungs[0].counts
     # learned: seed 100 only (102's crossing came after its divergence); lost: seed 100
-    assert (counts["learned"], counts["lost_after_learning"], counts["no_outcome"]) == (1, 1, 0)
+    assert (counts.learned, counts.lost_after_learning, counts.no_outcome) == (1, 1, 0)
     assert outcome.status == "exhausted"  # 1/3 < 0.4
     # the files are not changed
     assert store.read_summary(cal.jobs[0][0].job_dir).threshold is None
