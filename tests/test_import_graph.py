@@ -1,0 +1,188 @@
+"""The import graph of experiments/ and cli/, computed from the source (ast): no cycle, and no
+import back up (the library never imports the command line; a job never imports the report).
+
+An edge is every ``import``/``from ... import`` a module makes, at its top or inside a function (a
+lazy import closes a loop as surely as a top-level one), to a module of these two packages:
+``from pkg import name`` goes to ``pkg.name`` when that is a module, else to ``pkg`` (its
+``__init__``). The package a module sits in is not an edge of its own (every submodule would
+otherwise "import" its package's ``__init__``, which re-exports it).
+
+Imports under ``if TYPE_CHECKING:`` are left out: they never run, so they cannot meet a half-
+initialised module, and with ``from __future__ import annotations`` they only name the types of
+annotations (``tasks/registry.py`` names ``TaskConfig``, the argument its makers read, while
+``tasks/config.py`` asks the registry for a task's facts: a type named both ways, not a loop of
+code).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("experiments", "cli")
+
+
+def _module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _sources(root: Path = ROOT) -> dict[str, Path]:
+    """Module name -> file, for every module of :data:`PACKAGES` under ``root``."""
+    return {
+        _module_name(path, root): path
+        for package in PACKAGES
+        for path in sorted((root / package).rglob("*.py"))
+    }
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement of ``tree`` but those under ``if TYPE_CHECKING:``."""
+    found: list[ast.Import | ast.ImportFrom] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            found.append(node)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
+    """Module -> the modules of :data:`PACKAGES` it imports (see the module docstring)."""
+    sources = _sources(root)
+    graph: dict[str, set[str]] = {}
+    for name, path in sources.items():
+        is_package = path.name == "__init__.py"
+        targets: set[str] = set()
+        for node in _imports(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+                continue
+            base = node.module or ""
+            if node.level:  # relative: from the module's package, up level - 1 more
+                package = name.split(".") if is_package else name.split(".")[:-1]
+                package = package[: len(package) - (node.level - 1)]
+                base = ".".join([*package, *([base] if base else [])])
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                targets.add(sub if sub in sources else base)
+        # `import a.b.c` names a.b.c; keep the longest known module of each target
+        resolved = set()
+        for target in targets:
+            parts = target.split(".")
+            while parts and ".".join(parts) not in sources:
+                parts.pop()
+            if parts:
+                resolved.add(".".join(parts))
+        graph[name] = resolved - {name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def connect(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            connect(v)
+    return sorted(found)
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def test_the_graph_finds_a_lazy_cycle_and_leaves_type_checking_out(tmp_path):
+    """A hand-made tree: a <-> b through a function's import is a cycle; c -> d under
+    TYPE_CHECKING with d -> c is not; relative and from-package imports resolve to modules."""
+    _write(
+        tmp_path,
+        {
+            "experiments/__init__.py": "",
+            "experiments/p/__init__.py": "from experiments.p.a import x\n",
+            "experiments/p/a.py": "from experiments.p.b import y\nx = 1\n",
+            "experiments/p/b.py": "def f():\n    from experiments.p import a\ny = 2\n",
+            "experiments/c.py": (
+                "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                "    from experiments.d import D\nelse:\n    import os\n"
+            ),
+            "experiments/d.py": "from . import c\nfrom .p import a\n",
+            "cli/__init__.py": "",
+            "cli/main.py": "import experiments.p.a\n",
+        },
+    )
+    graph = import_graph(tmp_path)
+    assert graph["experiments.p.b"] == {"experiments.p.a"}
+    assert graph["experiments.c"] == set()
+    assert graph["experiments.d"] == {"experiments.c", "experiments.p.a"}
+    assert graph["cli.main"] == {"experiments.p.a"}
+    assert graph["experiments.p"] == {"experiments.p.a"}
+    assert cycles(graph) == [["experiments.p.a", "experiments.p.b"]]
+
+
+def test_no_import_cycle():
+    assert cycles(import_graph()) == []
+
+
+@pytest.mark.parametrize(
+    ("lower", "higher"),
+    [
+        ("experiments", "cli"),  # the library never drives the command line
+        ("experiments.jobs", "experiments.report"),  # a job writes its folder; the report reads it
+    ],
+)
+def test_no_import_back_up(lower, higher):
+    back_up = sorted(
+        f"{source} -> {target}"
+        for source, targets in import_graph().items()
+        if source == lower or source.startswith(f"{lower}.")
+        for target in targets
+        if target == higher or target.startswith(f"{higher}.")
+    )
+    assert back_up == []
