@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from experiments.report.results import Results
 
 __all__ = [
+    "AVERAGED",
     "KEEP_DUPLICATES",
     "NO_SUMMARY",
     "Duplicate",
@@ -58,6 +59,19 @@ __all__ = [
     "no_summary_record",
     "run_identity",
 ]
+
+AVERAGED = ("completed", "diverged")
+"""The statuses of the runs of the design: they enter the statistics, every one of them
+(intention to treat); runs of any other status (a crash, a timeout, a run not finished) are
+counted and listed, never averaged.
+
+This differs from :data:`experiments.jobs.store.FINISHED` (the jobs a re-run skips), which also
+holds ``timeout``: a timed-out job is done, but it stopped at a wall-time or step budget before its
+planned training steps, so its final window is not the others' (its returns come from earlier in
+training) and its "not diverged" says nothing about the steps it never ran. Averaging it with
+full-length runs would mix unlike things. A diverged run did run to its end, by the rule that
+defines it, and belongs in the statistics: leaving it out would hide exactly the instability the
+table measures."""
 
 NO_SUMMARY = "without summary"
 """The status of a job folder without a ``summary.json``: counted and listed, never averaged."""
@@ -327,8 +341,6 @@ def counting_notes(
       metrics: the shown metrics.
       duplicates: the runs left out as duplicates.
     """
-    from experiments.report.results import AVERAGED
-
     design = runs[runs["status"].isin(AVERAGED)]
     notes = [no_summary_note(runs), missing_figures(design, metrics), duplicates_note(duplicates)]
     return [n for n in notes if n]

@@ -36,6 +36,7 @@ from experiments.jobs.store import load_summary, read_metrics
 from experiments.jobs.summary import Summary
 from experiments.metrics import STABILITY_KEYS, stability_summary
 from experiments.report.counting import (
+    AVERAGED,
     NO_SUMMARY,
     Duplicate,
     check_folder_name,
@@ -56,19 +57,6 @@ __all__ = [
     "load_curves",
     "load_results",
 ]
-
-AVERAGED = ("completed", "diverged")
-"""The statuses of the runs of the design: they enter the statistics, every one of them
-(intention to treat); runs of any other status (a crash, a timeout, a run not finished) are
-counted and listed, never averaged.
-
-This differs from :data:`experiments.jobs.store.FINISHED` (the jobs a re-run skips), which also
-holds ``timeout``: a timed-out job is done, but it stopped at a wall-time or step budget before its
-planned training steps, so its final window is not the others' (its returns come from earlier in
-training) and its "not diverged" says nothing about the steps it never ran. Averaging it with
-full-length runs would mix unlike things. A diverged run did run to its end, by the rule that
-defines it, and belongs in the statistics: leaving it out would hide exactly the instability the
-table measures."""
 
 
 @dataclasses.dataclass(frozen=True)
