@@ -84,7 +84,8 @@ def test_variant_declares_where_it_acts(name):
     assert spec.acts_on in G.ACTS_ON
     assert spec.summary
     variant = G.make_variant(name)
-    assert variant.transforms_hidden == (spec.acts_on in ("forward", "gradient"))
+    h = tf.ones((2, 3))  # the hidden transform is the identity (the very tensor) unless it acts
+    assert (variant.hidden(h) is h) == (spec.acts_on not in ("forward", "gradient"))
     assert bool(variant.optimizer_kwargs) == (spec.acts_on == "optimizer")
     assert bool(variant.lr_scales) == (spec.acts_on == "learning_rate")
     assert (variant.kernel_constraint is not None) == (spec.acts_on == "weights")

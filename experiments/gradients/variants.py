@@ -137,13 +137,10 @@ class Variant:
         return [s**k for k in range(unroll_steps + 1)]
 
     @property
-    def transforms_hidden(self) -> bool:
-        """Whether :attr:`hidden` is anything but the identity."""
-        return self.acts_on in ("forward", "gradient")
-
-    @property
     def changes_forward(self) -> bool:
-        """Whether :attr:`hidden` changes forward values (so planning must apply it too)."""
+        """Whether :attr:`hidden` changes forward values, so that the search must plan with it
+        too (:class:`experiments.muzero.selfplay` applies it where training does); a variant
+        acting on the gradient alone leaves the search's model unchanged."""
         return self.acts_on == "forward"
 
 
