@@ -132,9 +132,9 @@ def plan(
         base, arm, seconds = _pilot(study, pilot)
         p1, p2 = base, base + shrink * (arm - base)
     elif rates is None:
-        if not {"baseline_rate", "arm_rate"} <= study.planning.keys():
+        if study.planning.rates is None:
             raise ConfigError(f"study {name!r} declares no planning rates; give --rates P1,P2")
-        p1, p2 = float(study.planning["baseline_rate"]), float(study.planning["arm_rate"])
+        p1, p2 = (float(r) for r in study.planning.rates)
     else:
         p1, p2 = _rates(rates)
     alpha, n = study.primary.alpha, len(study.seeds)

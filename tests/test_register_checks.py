@@ -117,7 +117,7 @@ def test_a_margin_study_records_its_equivalence_power(tmp_path):
     results = tmp_path / "results"
     study = load_study("faithful_catch", CONF_DIR)
     assert study.faithful and study.primary.margin == 0.1 and study.primary.margin_reason
-    assert len(study.seeds) == 47 and study.planning["strata"] == 4
+    assert len(study.seeds) == 47 and study.planning.strata == 4
     path = register(study, config_dir=CONF_DIR, results_dir=results, code_root=tmp_path)
     record = json.loads(path.read_text())
     assert record["planned_power"] == pytest.approx(equivalence_power(0.12, 0.12, 188, margin=0.1))

@@ -122,7 +122,7 @@ def test_catch_stress_design():
         "fisher",
     )
     assert study.arms[0].variant == study.baseline == "none"
-    assert fisher_power(0.6, 0.3, len(study.seeds)) >= study.planning["power"]
+    assert fisher_power(0.6, 0.3, len(study.seeds)) >= study.planning.power
 
 
 @pytest.fixture()

@@ -408,7 +408,7 @@ def audit(folder: str | Path, *, config_dir: str | Path) -> Audit:
 
 
 def _study_from_design(design: dict):
-    from experiments.study.design import Arm, Study
+    from experiments.study.design import Arm, Planning, Study
 
     try:
         start, stop = design["seeds"]
@@ -418,7 +418,7 @@ def _study_from_design(design: dict):
             calibration_seeds=range(0), baseline=str(design.get("baseline", "none")),
             arms=tuple(Arm(str(a["variant"]), tuple(a.get("overrides", ())))
                        for a in design["arms"]),
-            primary=None, planning={}, exploratory_endpoints=(), diverged_return="",
+            primary=None, planning=Planning(), exploratory_endpoints=(), diverged_return="",
             overrides=tuple(design.get("overrides", ())),
         )  # fmt: skip
     except (KeyError, TypeError, ValueError):

@@ -16,7 +16,16 @@ import yaml
 
 from experiments.errors import ConfigError, unknown_choice
 
-__all__ = ["ENDPOINTS", "RATE_TESTS", "Arm", "Primary", "Study", "load_study", "study_names"]
+__all__ = [
+    "ENDPOINTS",
+    "RATE_TESTS",
+    "Arm",
+    "Planning",
+    "Primary",
+    "Study",
+    "load_study",
+    "study_names",
+]
 
 RATE_TESTS = ("fisher", "barnard")
 ENDPOINTS = (
@@ -52,6 +61,64 @@ class Primary:
 
 
 @dataclasses.dataclass(frozen=True)
+class Planning:
+    """The rates a study's size was planned on (``planning:`` in its YAML); every field optional.
+
+    Attributes:
+      baseline_rate: the primary endpoint's assumed rate in the baseline arm, in [0, 1].
+      arm_rate: the same in the primary arm, in [0, 1].
+      power: the power the design claims at those rates (the record holds the one computed).
+      strata: the number of studies whose summed counts the primary test pools (an equivalence
+        study that is one stratum of ``gradlab pool --margin``); ``None``: one, not pooled.
+    """
+
+    baseline_rate: float | None = None
+    arm_rate: float | None = None
+    power: float | None = None
+    strata: int | None = None
+
+    @property
+    def rates(self) -> tuple[float, float] | None:
+        """``(baseline_rate, arm_rate)``, or ``None`` where either is not declared."""
+        if self.baseline_rate is None or self.arm_rate is None:
+            return None
+        return self.baseline_rate, self.arm_rate
+
+    def to_json(self) -> dict[str, float | int]:
+        """The declared keys only, in the record's form (a key not in the YAML is not written:
+        registered records hold exactly what their YAML declared)."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+
+
+_PLANNING_KEYS = tuple(f.name for f in dataclasses.fields(Planning))
+
+
+def _planning(name: str, raw: object) -> Planning:
+    """``planning:`` of study ``name``, checked: known keys, rates and power in [0, 1], strata a
+    positive integer."""
+    if raw is None:
+        return Planning()
+    if not isinstance(raw, dict):
+        raise ConfigError(
+            f"planning={raw!r} of study {name!r}; expected a mapping, e.g. "
+            "{baseline_rate: 0.6, arm_rate: 0.3, power: 0.9}"
+        )
+    for key, value in raw.items():
+        if key not in _PLANNING_KEYS:
+            raise unknown_choice(f"planning key of study {name!r}:", key, _PLANNING_KEYS)
+        if key == "strata":
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(
+                    f"planning.strata={value!r} of study {name!r}; expected a positive integer"
+                )
+        elif isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            raise ConfigError(
+                f"planning.{key}={value!r} of study {name!r}; expected a number in [0, 1]"
+            )
+    return Planning(**raw)
+
+
+@dataclasses.dataclass(frozen=True)
 class Study:
     name: str
     ablation: str
@@ -62,7 +129,7 @@ class Study:
     baseline: str
     arms: tuple[Arm, ...]
     primary: Primary
-    planning: dict
+    planning: Planning
     exploratory_endpoints: tuple[str, ...]
     diverged_return: str
     overrides: tuple[str, ...]
@@ -173,7 +240,7 @@ def load_study(name: str, config_dir: str | Path) -> Study:
         baseline=baseline,
         arms=arms,
         primary=primary,
-        planning=dict(raw.get("planning") or {}),
+        planning=_planning(name, raw.get("planning")),
         exploratory_endpoints=tuple(raw.get("exploratory", {}).get("endpoints", ())),
         diverged_return=str(raw.get("diverged_return", "random_policy")),
         overrides=tuple(str(o) for o in raw.get("overrides", ())),

@@ -100,6 +100,7 @@ def _design(study: Study) -> dict[str, object]:
     d = dataclasses.asdict(study)
     d["seeds"] = [study.seeds.start, study.seeds.stop]
     d["calibration_seeds"] = [study.calibration_seeds.start, study.calibration_seeds.stop]
+    d["planning"] = study.planning.to_json()  # the keys the YAML declared, as registered
     for key in ("margin", "margin_reason"):  # records written before margins existed
         if d["primary"].get(key) is None:
             d["primary"].pop(key, None)
@@ -206,24 +207,21 @@ def register(
         raise ConfigError(
             f"{str(folder)!r} already holds runs; a study is registered before any of its runs"
         )
-    plan = study.planning
+    rates = study.planning.rates
     power = None
-    if {"baseline_rate", "arm_rate"} <= plan.keys() and study.primary.margin is not None:
+    if rates is not None and study.primary.margin is not None:
         # an equivalence design: the TOST's power, over the strata's summed counts when the
         # study is one stratum of a pooled test (planning.strata, as gradlab pool --margin)
         power = equivalence_power(
-            float(plan["baseline_rate"]),
-            float(plan["arm_rate"]),
-            len(study.seeds) * int(plan.get("strata", 1)),
+            float(rates[0]),
+            float(rates[1]),
+            len(study.seeds) * (study.planning.strata or 1),
             margin=study.primary.margin,
             alpha=study.primary.alpha,
         )
-    elif {"baseline_rate", "arm_rate"} <= plan.keys():
+    elif rates is not None:
         power = fisher_power(
-            float(plan["baseline_rate"]),
-            float(plan["arm_rate"]),
-            len(study.seeds),
-            alpha=study.primary.alpha,
+            float(rates[0]), float(rates[1]), len(study.seeds), alpha=study.primary.alpha
         )
     check_fresh_seeds(study, results_dir)
     files = _files(study, config_dir)
