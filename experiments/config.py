@@ -8,21 +8,22 @@ one conversion path; :mod:`experiments.config_errors` gives every error its one-
 
 The ``muzero`` section is typed by the job's own schema (``muzero/schema`` in the ConfigStore,
 named in ``conf/muzero/*.yaml``'s defaults list), and each ``variant=<name>`` option is a config
-node derived from its registry entry (:func:`variant_schema`), so adding a variant needs no YAML.
+node of its class declared in :mod:`experiments.variant_config` (:func:`variant_schema`; checked
+against its registry entry at import), so adding a variant needs no YAML.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import sys
 from typing import Any
 
 from omegaconf import MISSING
 
 from experiments.errors import ConfigError, unknown_choice
-from experiments.gradients import PLACEMENTS, VARIANTS, VariantSpec
+from experiments.gradients import VARIANTS
 from experiments.stopping import Budget, DivergenceRule
 from experiments.tasks import TaskConfig
+from experiments.variant_config import VARIANT_CONFIGS, VariantConfig
 
 __all__ = [
     "LOGGER_MODES",
@@ -55,67 +56,11 @@ DivergenceConfig = DivergenceRule
 """The ``divergence`` section: :class:`experiments.stopping.DivergenceRule`."""
 
 
-@dataclasses.dataclass(frozen=True)
-class VariantConfig:
-    """Which gradient variant the job trains with, and where it acts.
-
-    Each registered variant has a subclass (:func:`variant_schema`) adding one float field per
-    parameter, its default the registry's; :attr:`params` collects them.
-
-    Attributes:
-      name: a key of ``experiments.gradients.VARIANTS``.
-      placement: a key of ``experiments.gradients.PLACEMENTS``.
-    """
-
-    name: str = "none"
-    placement: str = "pseudocode"
-
-    def __post_init__(self) -> None:
-        spec = VARIANTS.lookup(self.name)
-        PLACEMENTS.lookup(self.placement)
-        spec.check_params(self.params)
-
-    @property
-    def params(self) -> dict[str, float]:
-        """The variant's parameters, ``{name: value}``."""
-        return {
-            f.name: getattr(self, f.name)
-            for f in dataclasses.fields(self)
-            if f.name not in ("name", "placement")
-        }
-
-    def build(self) -> tuple[Any, Any]:
-        """The bound ``(Variant, Placement)`` (imports TensorFlow)."""
-        return VARIANTS[self.name].bind(**self.params), PLACEMENTS[self.placement]
-
-
-def _class_name(name: str) -> str:
-    return "".join(part.capitalize() for part in name.split("_")) + "Variant"
-
-
-def _make_variant_schema(spec: VariantSpec) -> type[VariantConfig]:
-    fields = [("name", str, dataclasses.field(default=spec.name))]
-    fields += [(p.name, float, dataclasses.field(default=p.default)) for p in spec.params]
-    cls = dataclasses.make_dataclass(
-        _class_name(spec.name),
-        fields,
-        bases=(VariantConfig,),
-        frozen=True,
-        namespace={"__doc__": f"``variant={spec.name}``: {spec.summary}."},
-    )
-    cls.__module__ = __name__  # importable by name: jobs pickle their config to other processes
-    return cls
-
-
-_VARIANT_SCHEMAS = {name: _make_variant_schema(spec) for name, spec in VARIANTS.items()}
-for _cls in _VARIANT_SCHEMAS.values():
-    setattr(sys.modules[__name__], _cls.__name__, _cls)
-
-
 def variant_schema(name: str) -> type[VariantConfig]:
-    """The config node class of ``variant=<name>``, derived from its registry entry."""
+    """The config node class of ``variant=<name>`` (declared in :mod:`experiments.variant_config`,
+    checked against its registry entry)."""
     VARIANTS.lookup(name)
-    return _VARIANT_SCHEMAS[name]
+    return VARIANT_CONFIGS[name]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -252,7 +197,7 @@ def register_schema(muzero_schema: type) -> None:
     store = ConfigStore.instance()
     store.store(name="gradlab_schema", node=_node(RunConfig))
     store.store(group="muzero", name="schema", node=_node(muzero_schema))
-    for name, cls in _VARIANT_SCHEMAS.items():
+    for name, cls in VARIANT_CONFIGS.items():
         store.store(group="variant", name=name, node=_node(cls))
 
 
