@@ -8,12 +8,12 @@ from typing import Annotated
 import typer
 
 from cli._errors import guarded
-from experiments.errors import ConfigError, unknown_choice
-from experiments.process import quiet_tensorflow
+from cli._live import FORMATS, format_option, start
+from experiments.errors import ConfigError
 
 __all__ = ["FORMATS", "bench"]
 
-FORMATS = ("rich", "md", "json")
+FormatOption = format_option("terminal tables")
 
 
 @guarded
@@ -22,10 +22,7 @@ def bench(
         bool,
         typer.Option("--quick", help="Tiny repeat counts: shows every measurement works (CI)."),
     ] = False,
-    fmt: Annotated[
-        str,
-        typer.Option("--format", "-f", help="Output format: rich (terminal tables), md or json."),
-    ] = "rich",
+    fmt: FormatOption = "rich",
     repeats: Annotated[
         int | None,
         typer.Option(help="Timed rounds per comparison (median reported); default 5, quick 1."),
@@ -59,11 +56,9 @@ def bench(
 
       gradlab bench --quick --format json
     """
-    if fmt not in FORMATS:
-        raise unknown_choice("format", fmt, FORMATS)
     if repeats is not None and repeats < 1:
         raise ConfigError(f"--repeats {repeats} is invalid; expected an integer >= 1")
-    quiet_tensorflow()
+    start(fmt)
     from experiments.bench import BenchSettings, run_bench  # TensorFlow is imported in there
 
     overrides: dict = {"seed": seed}

@@ -4,25 +4,20 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Annotated
 
 import typer
 
 from cli._errors import guarded
-from experiments.errors import unknown_choice
-from experiments.process import quiet_tensorflow
+from cli._live import FORMATS, format_option, start
 
 __all__ = ["FORMATS", "explain"]
 
-FORMATS = ("rich", "md", "json")
+FormatOption = format_option("terminal table")
 
 
 @guarded
 def explain(
-    fmt: Annotated[
-        str,
-        typer.Option("--format", "-f", help="Output format: rich (terminal table), md or json."),
-    ] = "rich",
+    fmt: FormatOption = "rich",
 ) -> None:
     """Measure every variant and placement live on a small graph and say what each one does.
 
@@ -39,9 +34,7 @@ def explain(
 
       gradlab explain --format json > explain.json
     """
-    if fmt not in FORMATS:
-        raise unknown_choice("format", fmt, FORMATS)
-    quiet_tensorflow()
+    start(fmt)
     from experiments.gradients import explain as ex  # TensorFlow is imported here, not at CLI start
 
     variants = ex.explain_variants()

@@ -4,8 +4,9 @@ A group's profile is ``tau -> fraction of its runs whose final return is above t
 above: ``final_return > tau``), as rliable draws it (Agarwal et al., 2021, "Deep RL at the Edge of
 the Statistical Precipice", Sec. 4.2): one curve shows the whole distribution of outcomes, so a
 variant that wins on average by a few lucky seeds cannot hide a mass of failed runs. The band is a
-95% percentile bootstrap over the group's runs (:func:`scipy.stats.bootstrap`, resampling runs with
-a generator seeded per call; one interval per tau).
+95% percentile bootstrap over the group's runs (the report's one bootstrap call,
+:func:`~experiments.report.stats.percentile_bootstrap`: runs resampled with a generator seeded
+per call; one interval per tau).
 
 **Only where each arm has at least** :data:`MIN_PROFILE_RUNS` **runs.** A profile over 2 or 5
 runs is a staircase of 2 or 5 steps that reads as a distribution it is not, and its band is not
@@ -32,13 +33,13 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from scipy import stats
 
 from experiments.errors import ConfigError
 from experiments.report.bands import MIN_BAND_RUNS
 from experiments.report.itt import run_random_return
 from experiments.report.layout import Layout, layout_of, panel_grid
 from experiments.report.results import Results
+from experiments.report.stats import percentile_bootstrap
 from experiments.report.style import STYLE, figure_legend
 
 __all__ = [
@@ -112,16 +113,10 @@ def profile_band(
         above = sample[..., None, :] > taus[:, None]  # [..., T, N]
         return np.moveaxis(above.mean(axis=-1), -1, 0)  # [T, ...]
 
-    result = stats.bootstrap(
-        (scores,),
-        fractions,
-        n_resamples=n_resamples,
-        confidence_level=confidence,
-        method="percentile",
-        vectorized=True,
-        rng=np.random.default_rng(seed),
+    low, high = percentile_bootstrap(
+        (scores,), fractions, confidence=confidence, n_resamples=n_resamples, seed=seed
     )
-    return np.asarray(result.confidence_interval.low), np.asarray(result.confidence_interval.high)
+    return np.asarray(low), np.asarray(high)
 
 
 def tau_grid(scores: np.ndarray, *, points: int = _GRID) -> np.ndarray:

@@ -35,6 +35,7 @@ __all__ = [
     "binomial_ci",
     "bootstrap_ci",
     "difference_ci",
+    "percentile_bootstrap",
     "risk_difference_ci",
     "statistic",
 ]
@@ -109,16 +110,43 @@ def bootstrap_ci(
         return float("nan"), float("nan")
     if np.all(x == x[0]):
         return float(x[0]), float(x[0])
+    low, high = percentile_bootstrap(
+        (x,), fn, confidence=confidence, n_resamples=n_resamples, seed=seed
+    )
+    return float(low), float(high)
+
+
+def percentile_bootstrap(
+    samples: tuple[np.ndarray, ...],
+    statistic: Callable[..., np.ndarray],
+    *,
+    confidence: float,
+    n_resamples: int,
+    seed: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The one percentile-bootstrap call of the report (:func:`scipy.stats.bootstrap`): every
+    interval and band is resampled the same way, with a generator seeded for it alone.
+
+    Args:
+      samples: one ``[N_i]`` array per sample, each resampled on its own.
+      statistic: vectorised, ``statistic(*samples, axis=-1)``: a scalar or ``[T]`` per resample.
+      confidence: the level, in (0, 1).
+      n_resamples: bootstrap resamples.
+      seed: seeds the ``np.random.default_rng`` of this call only.
+
+    Returns:
+      ``(low, high)``, each shaped as the statistic.
+    """
     result = stats.bootstrap(
-        (x,),
-        fn,
+        samples,
+        statistic,
         n_resamples=n_resamples,
         confidence_level=confidence,
         method="percentile",
         vectorized=True,
         rng=np.random.default_rng(seed),
     )
-    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+    return result.confidence_interval.low, result.confidence_interval.high
 
 
 def binomial_ci(k: int, n: int, *, confidence: float = 0.95) -> tuple[float, float]:
@@ -243,13 +271,7 @@ def difference_ci(
             return fn(a, axis=axis) - fn(b, axis=axis)
 
         samples = (x, y)
-    result = stats.bootstrap(
-        samples,
-        statistic_fn,
-        n_resamples=n_resamples,
-        confidence_level=confidence,
-        method="percentile",
-        vectorized=True,
-        rng=np.random.default_rng(seed),
+    low, high = percentile_bootstrap(
+        samples, statistic_fn, confidence=confidence, n_resamples=n_resamples, seed=seed
     )
-    return estimate, float(result.confidence_interval.low), float(result.confidence_interval.high)
+    return estimate, float(low), float(high)
