@@ -9,7 +9,7 @@ import tensorflow as tf
 from experiments.errors import ConfigError
 from experiments.gradients import VARIANTS, get_placement, make_variant, scale_gradient
 from experiments.muzero.config import MuZeroConfig, NetworkConfig
-from experiments.muzero.learner import Learner, step_weights
+from experiments.muzero.learner import Learner, StepInputs, step_weights
 from experiments.muzero.networks import Networks
 from experiments.muzero.replay import Batch
 
@@ -401,3 +401,13 @@ def test_global_clipnorm_with_several_learning_rate_factors_is_refused():
     nets = Networks(config.network, observation_size=5, num_actions=3, seed=1)
     with pytest.raises(ConfigError, match="global_clipnorm and several learning-rate factors"):
         Learner(nets, config=config, variant=variant, placement=get_placement("pseudocode"))
+
+
+def test_step_inputs_name_the_compiled_steps_keys():
+    # the TypedDict, the fixed signature and the arrays handed to the step hold the same keys
+    learner = _learner("none")
+    keys = set(StepInputs.__annotations__)
+    assert set(learner.batch_spec()) == keys == set(learner.batch_tensors(_batch()))
+    spec = learner.batch_spec()
+    for name, array in learner.batch_tensors(_batch()).items():
+        assert tuple(array.shape)[1:] == tuple(spec[name].shape)[1:], name

@@ -41,7 +41,7 @@ per depth, and a flag for non-finite losses or gradients.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import tensorflow as tf
@@ -55,7 +55,27 @@ from experiments.muzero.options import step_weights
 from experiments.muzero.replay import Batch
 from experiments.muzero.runtime.compiled_call import FlatCall
 
-__all__ = ["Learner", "make_optimizer", "step_weights"]
+__all__ = ["Learner", "StepInputs", "make_optimizer", "step_weights"]
+
+
+class StepInputs(TypedDict):
+    """The compiled train step's input, one array or tensor per key (``B`` the batch, ``K`` the
+    unroll, ``A`` the actions, ``O`` the observation size); :meth:`Learner.batch_spec` gives the
+    same keys' fixed signature.
+
+    A ``TypedDict``, a plain ``dict`` at run time: the key names are checked by the type checker
+    while the traced step, its flattened signature (keys in sorted order) and so every metric
+    stay exactly what they were with the string-keyed dict (a NamedTuple or dataclass would
+    flatten in another order, and benchmarks iterate the dict's items).
+    """
+
+    observations: Any  # [B, O] float32
+    actions: Any  # [B, K] int32
+    value: Any  # [B, K+1] float32, value targets
+    reward: Any  # [B, K+1] float32, reward targets (step 0 unused)
+    policy: Any  # [B, K+1, A] float32, policy targets
+    policy_mask: Any  # [B, K+1] float32, 1 where the policy target exists
+    weights: Any  # [B, K+1] float32, each step's loss weight
 
 
 class Learner:
@@ -171,7 +191,7 @@ class Learner:
     def losses(
         self,
         outputs: list[tuple[tf.Tensor | None, tf.Tensor, tf.Tensor]],
-        batch: dict[str, tf.Tensor],
+        batch: StepInputs,
     ) -> dict[str, tf.Tensor]:
         """Weighted batch-mean losses of an unroll (``value``, ``reward``, ``policy``, ``l2``,
         ``total``), all scalars."""
@@ -204,7 +224,7 @@ class Learner:
             "l2": l2,
         }
 
-    def _update_weights(self, batch: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+    def _update_weights(self, batch: StepInputs) -> dict[str, tf.Tensor]:
         with tf.GradientTape() as tape:
             hiddens, outputs = self.unroll(batch["observations"], batch["actions"])
             for h in hiddens:
@@ -232,7 +252,7 @@ class Learner:
         for optimizer, indices in zip(self.optimizers, self._by_optimizer, strict=True):
             optimizer.apply_gradients([(grads[i], self._variables[i]) for i in indices])
 
-    def _update_packed(self, batch: dict[str, tf.Tensor]) -> tf.Tensor:
+    def _update_packed(self, batch: StepInputs) -> tf.Tensor:
         """:meth:`_update_weights` with its metrics stacked into one ``[M]`` float32 tensor (one
         copy to the host per step); their names are kept when the function is traced."""
         metrics = self._update_weights(batch)
@@ -254,7 +274,7 @@ class Learner:
             "weights": tf.TensorSpec([B, K + 1], tf.float32),
         }
 
-    def batch_tensors(self, batch: Batch) -> dict[str, np.ndarray]:
+    def batch_tensors(self, batch: Batch) -> StepInputs:
         """The arrays the compiled step takes, loss weights included."""
         return {
             "observations": batch.observations,
@@ -276,7 +296,7 @@ class Learner:
         ``nonfinite`` metrics as Python floats."""
         return self.update_tensors(self.batch_tensors(batch))
 
-    def update_tensors(self, tensors: dict[str, np.ndarray | tf.Tensor]) -> dict[str, float]:
+    def update_tensors(self, tensors: StepInputs) -> dict[str, float]:
         """:meth:`update` on the arrays of :meth:`batch_tensors` (shapes of :meth:`batch_spec`)."""
         if self._step is None:
             self._step = FlatCall(self._update.get_concrete_function())
