@@ -127,6 +127,8 @@ def plan(
     from experiments.study.power import fisher_power, pooled_power, seeds_for_power
 
     study, _ = _load(name)
+    if margin is not None and (isinstance(margin, bool) or not 0 < margin < 1):
+        raise ConfigError(f"--margin {margin!r}; expected a risk difference in (0, 1), e.g. 0.2")
     seconds = None
     if pilot is not None:
         base, arm, seconds = _pilot(study, pilot)

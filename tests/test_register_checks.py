@@ -122,3 +122,15 @@ def test_a_margin_study_records_its_equivalence_power(tmp_path):
     record = json.loads(path.read_text())
     assert record["planned_power"] == pytest.approx(equivalence_power(0.12, 0.12, 188, margin=0.1))
     assert record["planned_power"] >= 0.8
+
+
+def test_plan_refuses_a_bad_margin_before_printing_anything():
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    out = CliRunner().invoke(app, ["study", "plan", "faithful_catch", "--margin", "2"])
+    assert out.exit_code == 2
+    assert out.output.strip() == (
+        "error: --margin 2.0; expected a risk difference in (0, 1), e.g. 0.2"
+    )
