@@ -125,7 +125,7 @@ rule was declared on 2026-11-27, before Studies 4 and 5, from the random-policy 
 (measured before any training run, ``benchmarks/random_policy.py``), so no trained run, of any
 variant, informed it. Twice random is a low bar ("learned something": Breakout 0.76 bricks an
 episode, Space Invaders 8.1), set so that a policy no better than chance cannot meet it at one
-16-episode evaluation except rarely (Breakout 2.4, Space Invaders 5 standard errors of a random
+16-episode evaluation except rarely (Breakout 2.3, Space Invaders 5 standard errors of a random
 16-episode mean above random), not a mark of mastery: the tuned baseline ends near 6.4 and 9.1
 (docs/tasks.md)."""
 
