@@ -117,7 +117,8 @@ def calibrate(
     ] = None,
 ) -> None:
     """Calibrate a regime: run variant=none alone up a ladder of settings, mild to severe,
-    until the first rung where it is unstable in >= --rule of the calibration seeds.
+    until the first rung where it is unstable (or, with --endpoint lost_after_learning, learns and
+    then loses it) in >= --rule of the calibration seeds.
 
     Each rung is one sweep (finished runs are skipped: run the same command again to resume).
     Writes RESULTS/TASK/calibration/calibration.json and .md (every rung's counts: unstable,

@@ -134,10 +134,10 @@ def table(
     ] = None,
     out: OutOption = None,
 ) -> None:
-    """Per group: failed and unstable k/n (exact 95% CI), final return over every run, reaching the
-    threshold by the end (cumulative incidence, divergence a competing risk; Gray's test), gradient
-    norm p99, hidden-norm growth; beside each, the contrast with the baseline of the same stratum:
-    Δ with its 95% CI and the Holm-adjusted p.
+    """Per group: failed, lost after learning and never learned k/n (exact 95% CI), final return
+    over every run, reaching the threshold by the end (cumulative incidence, divergence a competing
+    risk; Gray's test), gradient norm p99; beside each, the contrast with the baseline of the same
+    stratum: Δ with its 95% CI and the Holm-adjusted p (with --margin, an equivalence verdict).
 
     One declared family: each variant against the baseline within its stratum (regime and any
     other key that varies); per column, Holm within each stratum. Tests: Fisher's (or Barnard's)

@@ -24,7 +24,7 @@ from experiments.errors import ConfigError
 __all__ = ["app"]
 
 app = typer.Typer(
-    help="A pre-registered study: plan its power, register its design, run its arms.",
+    help="A pre-registered study: plan its power, register its design, run its arms, audit it.",
     no_args_is_help=True,
     add_completion=False,
 )
