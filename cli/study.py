@@ -185,8 +185,6 @@ def _equivalence_plan(
     """The equivalence line of `plan`: exact TOST power at n and the runs per arm for ``power``."""
     from experiments.study.power import equivalence_power, seeds_for_equivalence
 
-    if isinstance(margin, bool) or not 0 < margin < 1:
-        raise ConfigError(f"--margin {margin!r}; expected a risk difference in (0, 1), e.g. 0.2")
     p0, p1 = _rates(true_rates) if true_rates is not None else (base, base)
     alpha = study.primary.alpha
     got = equivalence_power(p0, p1, n, margin=margin, alpha=alpha)
@@ -211,11 +209,8 @@ def _pooled_equivalence_plan(
     p0, p1 = _rates(true_rates) if true_rates is not None else (base, base)
     alpha = study.primary.alpha
     got = equivalence_power(p0, p1, strata * n, margin=margin, alpha=alpha)
-    total = seeds_for_equivalence(p0, p1, margin=margin, power=power, alpha=alpha, max_n=2000)
-    per = next(
-        k
-        for k in range(-(-total // strata), total + 1)
-        if equivalence_power(p0, p1, strata * k, margin=margin, alpha=alpha) >= power
+    per = seeds_for_equivalence(  # searched up to 2,000 runs per arm in all
+        p0, p1, margin=margin, power=power, alpha=alpha, strata=strata, max_n=-(-2000 // strata)
     )
     typer.echo(
         f"pooled over {strata} strata (counts summed, as gradlab pool --margin tests it), "

@@ -125,20 +125,25 @@ def seeds_for_equivalence(
     power: float = 0.8,
     alpha: float = 0.05,
     max_n: int = 400,
+    strata: int = 1,
 ) -> int:
-    """The smallest runs per arm whose exact equivalence power reaches ``power`` (the first such
-    n walking up from 2: exact power is saw-toothed in n).
+    """The smallest runs per arm (per stratum, with ``strata`` > 1) whose exact equivalence power
+    reaches ``power`` (the first such n walking up from 2 runs per arm in all: exact power is
+    saw-toothed in n). With S strata the test is the one on the strata's summed counts
+    (``gradlab pool --margin``): S x n runs per arm at rates equal across the strata.
 
     Raises:
-      ConfigError: not reached by ``max_n`` (e.g. true rates as far apart as the margin).
+      ConfigError: not reached by ``max_n`` runs per arm (per stratum) (e.g. true rates as far
+        apart as the margin).
     """
     _check_rate("power", power)
-    for n in range(2, max_n + 1):
-        if equivalence_power(p0, p1, n, margin=margin, alpha=alpha) >= power:
+    for n in range(-(-2 // strata), max_n + 1):
+        if equivalence_power(p0, p1, strata * n, margin=margin, alpha=alpha) >= power:
             return n
+    per = " per stratum" if strata > 1 else ""
     raise ConfigError(
         f"equivalence power {power} within ±{margin} at rates {p0} vs {p1} needs more than "
-        f"{max_n} runs per arm"
+        f"{max_n} runs per arm{per}"
     )
 
 
