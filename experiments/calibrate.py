@@ -28,6 +28,7 @@ the typed record (:class:`~experiments.calibration_record.CalibrationRecord`) an
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -101,33 +102,25 @@ def _summaries(cal: Calibration, index: int) -> list[Any]:
 
 def _remeasured(summary: Any, job_dir: Path) -> Any:
     """A summary that recorded no threshold (a run written before its task declared one), with
-    the declared threshold (registry x reward scale) and ``reached_threshold`` /
-    ``steps_to_threshold`` re-measured from its evaluations (``metrics.jsonl``, else
-    ``curves.csv.gz``), crossings after the diverging step left out, as
-    :mod:`experiments.report.endpoints` does; ``reached_threshold`` None (no outcome) where the
-    job kept no evaluations. The file is not changed."""
-    import math
+    the declared threshold (registry x reward scale; a MinAtar run's game from its
+    ``config.yaml``) and ``reached_threshold`` / ``steps_to_threshold`` re-measured from its
+    evaluations by :func:`experiments.report.endpoints.first_reach`, as the table does;
+    ``reached_threshold`` None (no outcome) where the job kept no evaluations. The file is not
+    changed."""
+    from experiments.report.endpoints import declared_threshold, first_reach
+    from experiments.report.results import registered_task
 
-    from experiments.jobs.curves import read_curves
-    from experiments.report.endpoints import declared_threshold
-
-    threshold = declared_threshold(summary.task, summary.reward_scale)
+    threshold = declared_threshold(registered_task(summary, job_dir), summary.reward_scale)
     if threshold is None:
         return summary
-    curves = read_curves(job_dir)
     stability = dict(summary.stability)
-    if curves.empty:
+    at = first_reach(job_dir, threshold, diverged_step=stability.get("diverged_step"))
+    if at is None:
         stability.update(reached_threshold=None, steps_to_threshold=None)
     else:
-        bad = stability.get("diverged_step")
-        limit = math.inf if bad is None else float(bad)
-        hits = [
-            int(step)
-            for step, value in zip(curves["step"], curves["eval/return"], strict=True)
-            if math.isfinite(float(value)) and float(value) >= threshold and step <= limit
-        ]
+        reached = not math.isnan(at)
         stability.update(
-            reached_threshold=1 if hits else 0, steps_to_threshold=hits[0] if hits else None
+            reached_threshold=int(reached), steps_to_threshold=int(at) if reached else None
         )
     return dataclasses.replace(summary, threshold=threshold, stability=stability)
 

@@ -451,3 +451,29 @@ def test_a_run_that_recorded_no_threshold_is_re_measured_from_its_evaluations(
     assert outcome.status == "exhausted"  # 1/3 < 0.4
     # the files are not changed
     assert store.read_summary(cal.jobs[0][0].job_dir).threshold is None
+
+
+def test_a_minatar_run_without_a_threshold_is_re_measured_against_its_games(tmp_path):
+    """A MinAtar summary says task 'minatar'; its game (and so its declared threshold, 2 x
+    random x reward scale) is in config.yaml's task.id. Breakout at reward scale 10: 7.604.
+    One run peaks at 6.25 (never reaches it), one reaches 8.0 at step 1000 then falls to 0."""
+    from experiments.calibrate import _remeasured
+
+    def job(name, returns):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "config.yaml").write_text("task:\n  name: minatar\n  id: breakout\n")
+        rows = [{"step": 500 * (i + 1), "eval/return": r} for i, r in enumerate(returns)]
+        (folder / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        summary = Summary(status="completed", task="minatar", threshold=None, reward_scale=10.0,
+                          stability={"reached_threshold": 0, "steps_to_threshold": None,
+                                     "diverged": 0, "diverged_step": None})  # fmt: skip
+        return _remeasured(summary, folder)
+
+    peak = job("peak", [6.25, 0.0, 0.0])
+    assert peak.threshold == pytest.approx(7.604)
+    assert (peak.stability["reached_threshold"], peak.stability["steps_to_threshold"]) == (0, None)
+    reach = job("reach", [1.0, 8.0, 0.0])
+    assert (reach.stability["reached_threshold"], reach.stability["steps_to_threshold"]) == (
+        1, 1000
+    )  # fmt: skip

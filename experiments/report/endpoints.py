@@ -28,7 +28,13 @@ import pandas as pd
 from experiments.errors import ConfigError
 from experiments.outcome import ENDPOINT_CLASSES, endpoint_value, run_outcome
 
-__all__ = ["MEANING", "OUTCOME_ENDPOINTS", "add_endpoints", "declared_threshold"]
+__all__ = [
+    "MEANING",
+    "OUTCOME_ENDPOINTS",
+    "add_endpoints",
+    "declared_threshold",
+    "first_reach",
+]
 
 OUTCOME_ENDPOINTS = tuple(ENDPOINT_CLASSES)
 """The 0/1 columns derived from the outcome class."""
@@ -64,18 +70,21 @@ def declared_threshold(task: object, reward_scale: object) -> float | None:
     return float(value) * float(scale)
 
 
-def _first_reach(path: str, threshold: float, diverged_step: float) -> float | None:
-    """The first evaluation step with a return >= ``threshold`` (before the diverging step), from
-    the job's curves; NaN if none; None when the job has no curves to read it from."""
+def first_reach(
+    job_dir: str | Path, threshold: float, *, diverged_step: float | None = None
+) -> float | None:
+    """The first evaluation step with a return >= ``threshold`` at or before the diverging step,
+    from the job's curves (``metrics.jsonl``, else ``curves.csv.gz``, which keeps every
+    evaluation); NaN if none; None when the job kept no curves to read it from."""
     from experiments.jobs.curves import read_curves
 
-    curves = read_curves(Path(path))
+    curves = read_curves(Path(job_dir))
     if curves.empty:
         return None
     evals = curves[np.isfinite(curves["eval/return"].to_numpy(dtype=float))]
     steps = evals["step"].to_numpy(dtype=float)
     hit = steps[evals["eval/return"].to_numpy(dtype=float) >= threshold]
-    if np.isfinite(diverged_step):
+    if diverged_step is not None and np.isfinite(diverged_step):
         hit = hit[hit <= diverged_step]
     return float(hit[0]) if len(hit) else float("nan")
 
@@ -117,7 +126,8 @@ def add_endpoints(runs: pd.DataFrame) -> pd.DataFrame:
             t = declared_threshold(row.task, row.reward_scale)
             if t is not None and np.isfinite(pd.to_numeric(row.diverged, errors="coerce")):
                 div_at = pd.to_numeric(row.diverged_step, errors="coerce")
-                s = _first_reach(row.path, t, float(div_at) if pd.notna(div_at) else np.nan)
+                div_at = None if pd.isna(div_at) else float(div_at)
+                s = first_reach(row.path, t, diverged_step=div_at)
                 r = np.nan if s is None else float(np.isfinite(s))
                 s = np.nan if s is None else s
         thresholds.append(t)

@@ -56,6 +56,7 @@ __all__ = [
     "intention_to_treat",
     "load_curves",
     "load_results",
+    "registered_task",
 ]
 
 
@@ -134,7 +135,7 @@ def _stability(summary: Summary, job_dir: Path) -> dict:
     return stored
 
 
-def _registered_task(summary: Summary, job_dir: Path) -> str | None:
+def registered_task(summary: Summary, job_dir: Path) -> str | None:
     """The run's task as the task registry names it: a MinAtar run's summary says ``minatar``,
     its game (the registry's name, with its own random-policy return) is in its config."""
     task = summary.task
@@ -217,7 +218,7 @@ def load_results(path: str | Path, *, keep_duplicates: str | None = None) -> Res
             "status": summary.status,
             "seed": summary.seed,
             "group": group_label(group),
-            "task": _registered_task(summary, summary_path.parent),
+            "task": registered_task(summary, summary_path.parent),
             "threshold": summary.threshold,
             "reward_scale": summary.reward_scale,
             "_group": group,
