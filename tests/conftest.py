@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import shutil
 import sys
 import types
 from pathlib import Path
@@ -28,6 +29,15 @@ def compose_config(conf: str | Path, overrides: list[str], *, schema: type) -> o
             return compose("config", overrides=list(overrides), return_hydra_config=True)
     finally:
         GlobalHydra.instance().clear()
+
+
+@pytest.fixture
+def conf(tmp_path: Path) -> Path:
+    """A copy of gradlab's conf/ in tmp_path, to edit (a study file, a preset) without touching
+    the repository's."""
+    copy = tmp_path / "conf"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "conf", copy)
+    return copy
 
 
 @pytest.fixture

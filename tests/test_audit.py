@@ -340,13 +340,6 @@ def _runs(folder: Path, variant: str, unstable: list[int], **fields) -> None:
         (job / "summary.json").write_text(json.dumps(summary))
 
 
-@pytest.fixture
-def conf(tmp_path: Path) -> Path:
-    copy = tmp_path / "conf"
-    shutil.copytree(CONF_DIR, copy)
-    return copy
-
-
 def _identity(folder: Path, *, hours: float, tree: str | None = None) -> dict:
     registered = dt.datetime.fromisoformat(_record(folder)["registered_at"].replace("Z", "+00:00"))
     start = (registered + dt.timedelta(hours=hours)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -4,7 +4,6 @@ must keep the normalisation and K = 5; a confirmatory study's seeds are fresh.""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -14,13 +13,6 @@ from experiments.study.design import load_study
 from experiments.study.record import RECORD, register
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
-
-
-@pytest.fixture()
-def conf(tmp_path: Path) -> Path:
-    copy = tmp_path / "conf"
-    shutil.copytree(CONF_DIR, copy)
-    return copy
 
 
 def _edit(conf: Path, old: str, new: str) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import sys
 import threading
@@ -123,13 +122,6 @@ def test_catch_stress_design():
     )
     assert study.arms[0].variant == study.baseline == "none"
     assert fisher_power(0.6, 0.3, len(study.seeds)) >= study.planning.power
-
-
-@pytest.fixture()
-def conf(tmp_path: Path) -> Path:
-    copy = tmp_path / "conf"
-    shutil.copytree(CONF_DIR, copy)
-    return copy
 
 
 def _edit(conf: Path, old: str, new: str) -> None:
