@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-from experiments import process
+from experiments.base import process
 
 
 def _time(cases: dict, *, calls: int, rounds: int) -> dict[str, list[float]]:

@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from experiments import process
+from experiments.base import process
 
 __all__ = ["Comparison", "Settings", "catch_settings", "compare", "main"]
 

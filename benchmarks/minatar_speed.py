@@ -41,7 +41,7 @@ _SNIPPET = """
 import json, sys, time
 start = time.perf_counter()
 from hydra import compose, initialize_config_module
-from experiments import process
+from experiments.base import process
 from experiments.config import register_schema, to_run_config
 from experiments.muzero.config import MuZeroConfig
 game, seed, frames = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])

@@ -29,7 +29,7 @@ T0 = time.perf_counter()
 
 from hydra import compose, initialize_config_module  # noqa: E402
 
-from experiments import process  # noqa: E402
+from experiments.base import process  # noqa: E402
 from experiments.config import register_schema, to_run_config  # noqa: E402
 from experiments.muzero.config import MuZeroConfig  # noqa: E402
 

@@ -3,7 +3,8 @@
     python benchmarks/plan_cost.py                               # the main job, 3 rounds
     python benchmarks/plan_cost.py ablation=hidden_scale "seed=range(10)" --rounds 5
 
-Before anything runs, ``gradlab sweep`` plans the sweep (``experiments.plan.plan``): every job is
+Before anything runs, ``gradlab sweep`` plans the sweep (``experiments.launch.plan.plan``): every
+job is
 composed by Hydra and validated. Jobs that differ only in their seed share one composition
 (``plan._compose_job``). This times ``plan`` as it is against ``plan`` with every job composed
 from its own overrides, alternating in one process so both see the same moments of the machine.
@@ -15,8 +16,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from experiments import plan
-from experiments.hydra_app import CONF_DIR
+from experiments.launch import plan
+from experiments.launch.hydra_app import CONF_DIR
 
 
 def _one_each(config_dir, overrides, hyd, composed):

@@ -18,7 +18,7 @@ import argparse
 
 import numpy as np
 
-from experiments import process
+from experiments.base import process
 
 
 def main() -> None:

@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from experiments import process
+from experiments.base import process
 
 
 def main() -> None:

@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from experiments import process
+from experiments.base import process
 
 
 def _children_cpu_s() -> float:

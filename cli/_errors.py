@@ -8,7 +8,7 @@ from typing import ParamSpec, TypeVar
 
 import typer
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 
 __all__ = ["USAGE_ERROR", "guarded"]
 

@@ -10,8 +10,8 @@ from typing import Annotated, Any
 
 import typer
 
-from experiments.errors import unknown_choice
-from experiments.process import quiet_tensorflow
+from experiments.base.errors import unknown_choice
+from experiments.base.process import quiet_tensorflow
 
 __all__ = ["FORMATS", "format_option", "start"]
 

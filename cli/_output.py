@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from experiments.errors import ConfigError, unknown_choice
+from experiments.base.errors import ConfigError, unknown_choice
 
 __all__ = [
     "FORMATS",

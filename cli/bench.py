@@ -9,7 +9,7 @@ import typer
 
 from cli._errors import guarded
 from cli._live import FORMATS, format_option, start
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 
 __all__ = ["FORMATS", "bench"]
 

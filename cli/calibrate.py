@@ -1,6 +1,7 @@
 """`gradlab calibrate`: find the first setting of a ladder in which the baseline alone is unstable.
 
-Thin: the inputs are checked and every rung planned by :func:`experiments.calibrate.prepare`
+Thin: the inputs are checked and every rung planned by
+:func:`experiments.protocols.calibration.calibrate.prepare`
 (nothing runs or is written on bad input: one line, exit 2); each rung runs as one
 `gradlab sweep` (:func:`cli.jobs.sweep`, called, not copied); :func:`run_calibration` counts,
 decides and writes the record and the preset.
@@ -16,8 +17,8 @@ import typer
 from cli._errors import USAGE_ERROR, guarded
 
 if TYPE_CHECKING:
-    from experiments.calibrate import Calibration
-    from experiments.calibration_record import RungRecord
+    from experiments.protocols.calibration.calibrate import Calibration
+    from experiments.protocols.calibration.record import RungRecord
 
 __all__ = ["calibrate"]
 
@@ -95,7 +96,7 @@ def calibrate(
             "--endpoint",
             help="What the rule counts: unstable (diverged or collapsed; the default) or "
             "lost_after_learning (reached the task's threshold, then fell back below it by the "
-            "end or diverged: experiments/outcome.py). lost_after_learning adds "
+            "end or diverged: experiments/verdicts/outcome.py). lost_after_learning adds "
             "_lost_after_learning to the folder and preset.",
         ),
     ] = "unstable",
@@ -140,7 +141,7 @@ def calibrate(
       gradlab sweep ablation=hidden_scale regime=calibrated/cartpole task=cartpole
     """
     from cli.jobs import config_dir_of, job_of, parallel_jobs, sweep
-    from experiments.calibrate import prepare, run_calibration
+    from experiments.protocols.calibration.calibrate import prepare, run_calibration
 
     job = job_of(ctx)
     conf = config_dir_of(config_dir)

@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 from cli._errors import guarded
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 
 __all__ = ["config_dir_of", "job_of", "list_", "run", "sweep"]
 
@@ -36,7 +36,7 @@ def job_of(ctx: typer.Context):
 
 def config_dir_of(config_dir: Path | None) -> Path:
     """``--config-dir`` checked (it must hold a config.yaml), else gradlab's own conf/."""
-    from experiments.hydra_app import CONF_DIR
+    from experiments.launch.hydra_app import CONF_DIR
 
     if config_dir is None:
         return CONF_DIR
@@ -107,8 +107,8 @@ def _launch(overrides: list[str], *, planned: list, conf: Path, job, multirun: b
     jobs at their next step (:class:`experiments.jobs.lifetime.Sweep`), then prints one line and
     exits with ``128 + signal``; a launcher's own failure (e.g. Ray down) is reported in one line.
     Finished results are kept either way."""
-    from experiments import hydra_app
     from experiments.jobs import lifetime
+    from experiments.launch import hydra_app
 
     def hard_stop(signum: int) -> None:
         typer.echo(_stopped(planned, signum))
@@ -142,7 +142,7 @@ def _check_study(planned: list, conf: Path) -> None:
     """A sweep into a pre-registered study's folder refuses a design that no longer matches its
     record, a pinned file changed since, and any job outside the design (a seed, an arm, a
     setting): one line, exit 2; notes on settings added since are printed."""
-    from experiments.study.record import check_folder
+    from experiments.protocols.study.record import check_folder
 
     for folder in sorted({j.job_dir.parent for j in planned}):
         jobs = [j.overrides for j in planned if j.job_dir.parent == folder]
@@ -178,8 +178,8 @@ def run(
       gradlab run task=cartpole variant=clipnorm budget.max_wall_s=600 logger=none
     """
     from cli._progress import RichProgress
-    from experiments import plan
     from experiments.jobs import store
+    from experiments.launch import plan
 
     job = job_of(ctx)
     overrides = list(overrides or [])
@@ -214,7 +214,7 @@ def parallel_jobs(jobs: str, *, launcher_given: bool) -> int:
     many worker processes. Capped rather than refused, so that one command line serves a laptop
     and a large machine alike.
     """
-    from experiments.process import cores
+    from experiments.base.process import cores
 
     if jobs == "auto":
         return 1 if launcher_given else cores()
@@ -290,8 +290,8 @@ def sweep(
 
       gradlab sweep ablation=clip hydra/launcher=submitit_slurm hydra.launcher.partition=gpu
     """
-    from experiments import plan
-    from experiments.process import cores
+    from experiments.base.process import cores
+    from experiments.launch import plan
 
     job = job_of(ctx)
     overrides = list(overrides or [])

@@ -11,7 +11,7 @@ import typer
 
 from cli._errors import guarded
 from cli._output import FormatOption, KeepDuplicatesOption, OutOption, emit, output_format
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 
 __all__ = ["plot", "table"]
 
@@ -51,7 +51,7 @@ def _declared(
     endpoint with the registered analysis and baseline; otherwise (a sensitivity analysis)
     nothing is, and one note says so on stderr. Also the declaration when confirmatory (its
     margin, if any, gives the primary endpoint's equivalence test)."""
-    from experiments.study.analysis import registered_contrast
+    from experiments.protocols.study.analysis import registered_contrast
 
     confirmatory, declared, note = registered_contrast(
         results_dir,
@@ -194,7 +194,7 @@ def table(
         confirmatory=confirmatory,
         margins=margins,
     )
-    from experiments.study.analysis import audit_note
+    from experiments.protocols.study.analysis import audit_note
 
     summary.attrs["audit"] = audit_note(results_dir)  # a study whose audit fails: no *, why
     emit(render(summary, fmt=fmt), out)

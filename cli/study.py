@@ -5,7 +5,7 @@ The design is `conf/study/NAME.yaml` (docs/studies.md). `register` pins it in th
 before any run; `run` refuses a design that differs from its record, then sweeps the arms one
 after another (the primary contrast's arms first) with `gradlab sweep`, which resumes: the same
 command after a stop runs only what is missing. `audit` checks that the folder is exactly what
-was registered (experiments/study/audit.py).
+was registered (experiments/protocols/study/audit.py).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Annotated
 import typer
 
 from cli._errors import guarded
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 
 __all__ = ["app"]
 
@@ -34,8 +34,8 @@ _NAME_HELP = "A study of conf/study/ (see gradlab list)."
 
 
 def _load(name: str):
-    from experiments.hydra_app import CONF_DIR
-    from experiments.study.design import load_study
+    from experiments.launch.hydra_app import CONF_DIR
+    from experiments.protocols.study.design import load_study
 
     return load_study(name, CONF_DIR), CONF_DIR
 
@@ -124,7 +124,7 @@ def plan(
 
     A pilot's difference overstates the effect (its best contrast was chosen by its result), so
     with --pilot the plan is for --shrink (default half) of it."""
-    from experiments.study.power import fisher_power, pooled_power, seeds_for_power
+    from experiments.protocols.study.power import fisher_power, pooled_power, seeds_for_power
 
     study, _ = _load(name)
     if margin is not None and (isinstance(margin, bool) or not 0 < margin < 1):
@@ -183,7 +183,7 @@ def _equivalence_plan(
     study, base: float, true_rates: str | None, *, margin: float, n: int, power: float
 ) -> None:
     """The equivalence line of `plan`: exact TOST power at n and the runs per arm for ``power``."""
-    from experiments.study.power import equivalence_power, seeds_for_equivalence
+    from experiments.protocols.study.power import equivalence_power, seeds_for_equivalence
 
     p0, p1 = _rates(true_rates) if true_rates is not None else (base, base)
     alpha = study.primary.alpha
@@ -204,7 +204,7 @@ def _pooled_equivalence_plan(
     """With --strata S and a margin: the power of gradlab pool --margin's test (the counts of S
     strata of n runs per arm summed: one TOST on S x n runs per arm, at rates equal across the
     strata) and the runs per arm per stratum that reach ``power``."""
-    from experiments.study.power import equivalence_power, seeds_for_equivalence
+    from experiments.protocols.study.power import equivalence_power, seeds_for_equivalence
 
     p0, p1 = _rates(true_rates) if true_rates is not None else (base, base)
     alpha = study.primary.alpha
@@ -226,7 +226,7 @@ def register(
     results_dir: Annotated[Path, _RESULTS] = Path("results"),
 ) -> None:
     """Write the study's pre-registration record before any of its runs (never overwritten)."""
-    from experiments.study.record import register as write
+    from experiments.protocols.study.record import register as write
 
     study, conf = _load(name)
     path = write(study, config_dir=conf, results_dir=results_dir)
@@ -258,9 +258,9 @@ def audit(
 
       gradlab study audit results/findings/study_catch_stress
     """
-    from experiments.hydra_app import CONF_DIR
-    from experiments.study.audit import audit as run_audit
-    from experiments.study.record import study_folder
+    from experiments.launch.hydra_app import CONF_DIR
+    from experiments.protocols.study.audit import audit as run_audit
+    from experiments.protocols.study.record import study_folder
 
     folder = Path(target)
     if not folder.is_dir():
@@ -316,7 +316,7 @@ def run(
     jobs: Annotated[str, typer.Option("--jobs", "-j", help="gradlab sweep --jobs.")] = "auto",
 ) -> None:
     """Run every arm of a registered study (primary arms first); the same command resumes."""
-    from experiments.study.record import check
+    from experiments.protocols.study.record import check
 
     study, conf = _load(name)
     for note in check(study, config_dir=conf, results_dir=results_dir):

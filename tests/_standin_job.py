@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.jobs.job import Job
 
 PATH = Path(__file__).resolve()

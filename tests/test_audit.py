@@ -17,13 +17,13 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from experiments.errors import ConfigError
-from experiments.hydra_app import CONF_DIR
+from experiments.base.errors import ConfigError
 from experiments.jobs.identity import config_fingerprint, tree_sha256
-from experiments.study.analysis import declared_analysis
-from experiments.study.audit import audit
-from experiments.study.design import load_study
-from experiments.study.record import RECORD, check, register
+from experiments.launch.hydra_app import CONF_DIR
+from experiments.protocols.study.analysis import declared_analysis
+from experiments.protocols.study.audit import audit
+from experiments.protocols.study.design import load_study
+from experiments.protocols.study.record import RECORD, check, register
 
 FINDINGS = Path(__file__).resolve().parents[1] / "results" / "findings"
 # the studies registered before runs carried their identity (Studies 1-3): audited on what they

@@ -22,8 +22,8 @@ from conftest import compose_config
 from typer.testing import CliRunner
 
 from cli.main import app
-from experiments.hydra_app import job_request
 from experiments.jobs import isolation
+from experiments.launch.hydra_app import job_request
 
 
 def _job(conf: Path, folder: Path, *, variant: str = "none", seed: int = 0, ablation: str) -> None:

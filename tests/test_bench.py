@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from cli.bench import markdown
 from cli.main import app
+from experiments.base.errors import ConfigError
 from experiments.bench import BenchSettings
 from experiments.bench._timing import Case, interleaved_rates, median
 from experiments.bench.flops import (
@@ -34,7 +35,6 @@ from experiments.bench.minatar import RATES as MINATAR_RATES
 from experiments.bench.search import SEARCH_CASES, search_cases
 from experiments.bench.suite import COMPILED_SEARCH_TARGET
 from experiments.bench.train_step import make_learner, pseudocode_gradients, random_batch
-from experiments.errors import ConfigError
 from experiments.gradients import get_placement, make_variant
 from experiments.muzero.config import MuZeroConfig, NetworkConfig
 from experiments.muzero.learner import Learner
@@ -99,7 +99,7 @@ def _preset_file_sizes() -> dict:
     with conf/task/minatar.yaml's muzero section over it."""
     from omegaconf import OmegaConf
 
-    from experiments.hydra_app import CONF_DIR
+    from experiments.launch.hydra_app import CONF_DIR
 
     default = OmegaConf.load(CONF_DIR / "muzero" / "default.yaml")
     del default["defaults"]

@@ -1,5 +1,7 @@
-"""Tests of `gradlab calibrate`: ladders (experiments/ladder.py), seed lists (experiments/seeds.py),
-counts, rule and record (experiments/calibration_record.py), the protocol (experiments/calibrate.py)
+"""Tests of `gradlab calibrate`: ladders (experiments/protocols/calibration/ladder.py), seed lists
+(experiments/protocols/seeds.py),
+counts, rule and record (experiments/protocols/calibration/record.py), the protocol
+(experiments/protocols/calibration/calibrate.py)
 and the command (cli/calibrate.py) on the stand-in job. The real calibration is not a test
 (docs/calibration.md gives its command and counts)."""
 
@@ -14,8 +16,14 @@ import pytest
 import yaml
 from conftest import compose_config
 
-from experiments.calibrate import prepare, run_calibration
-from experiments.calibration_record import (
+from experiments.base.errors import ConfigError
+from experiments.config import to_run_config
+from experiments.jobs import store
+from experiments.jobs.summary import Summary
+from experiments.muzero.config import MuZeroConfig
+from experiments.protocols.calibration.calibrate import prepare, run_calibration
+from experiments.protocols.calibration.ladder import Ladder, Rung, load_ladder, rung_settings
+from experiments.protocols.calibration.record import (
     CalibrationRecord,
     RungCounts,
     RungRecord,
@@ -27,13 +35,7 @@ from experiments.calibration_record import (
     preset_text,
     record_markdown,
 )
-from experiments.config import to_run_config
-from experiments.errors import ConfigError
-from experiments.jobs import store
-from experiments.jobs.summary import Summary
-from experiments.ladder import Ladder, Rung, load_ladder, rung_settings
-from experiments.muzero.config import MuZeroConfig
-from experiments.seeds import check_disjoint, parse_seeds, preset_seeds
+from experiments.protocols.seeds import check_disjoint, parse_seeds, preset_seeds
 
 CONF = pathlib.Path(__file__).resolve().parents[1] / "conf"
 

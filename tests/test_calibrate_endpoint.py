@@ -14,8 +14,18 @@ import _standin_job as standin
 import pytest
 from conftest import compose_config
 
-from experiments.calibrate import check_endpoint_task, prepare, run_calibration
-from experiments.calibration_record import (
+from experiments.base.errors import ConfigError
+from experiments.config import to_run_config
+from experiments.jobs import store
+from experiments.jobs.summary import Summary
+from experiments.muzero.config import MuZeroConfig
+from experiments.protocols.calibration.calibrate import (
+    check_endpoint_task,
+    prepare,
+    run_calibration,
+)
+from experiments.protocols.calibration.ladder import Ladder, Rung, load_ladder, rung_settings
+from experiments.protocols.calibration.record import (
     CalibrationRecord,
     RungCounts,
     cannot_meet,
@@ -26,12 +36,6 @@ from experiments.calibration_record import (
     record_markdown,
     run_class,
 )
-from experiments.config import to_run_config
-from experiments.errors import ConfigError
-from experiments.jobs import store
-from experiments.jobs.summary import Summary
-from experiments.ladder import Ladder, Rung, load_ladder, rung_settings
-from experiments.muzero.config import MuZeroConfig
 from experiments.tasks.registry import task_facts
 
 CONF = pathlib.Path(__file__).resolve().parents[1] / "conf"
@@ -457,7 +461,7 @@ def test_a_minatar_run_without_a_threshold_is_re_measured_against_its_games(tmp_
     """A MinAtar summary says task 'minatar'; its game (and so its declared threshold, 2 x
     random x reward scale) is in config.yaml's task.id. Breakout at reward scale 10: 7.604.
     One run peaks at 6.25 (never reaches it), one reaches 8.0 at step 1000 then falls to 0."""
-    from experiments.calibrate import _remeasured
+    from experiments.protocols.calibration.calibrate import _remeasured
 
     def job(name, returns):
         folder = tmp_path / name

@@ -1,8 +1,10 @@
 """calibration.json and calibration.md byte for byte: the typed record
-(experiments/calibration_record.py's CalibrationRecord) writes what the dict-built record wrote.
+(experiments/protocols/calibration/record.py's CalibrationRecord) writes what the dict-built record
+wrote.
 
 The golden files under tests/data/calibration/ were written by the protocol as it was before the
-record was typed (commit 198f7f1's experiments/calibrate.py), on the stand-in job, for four
+record was typed (commit 198f7f1's experiments/protocols/calibration/calibrate.py), on the stand-in
+job, for four
 calibrations that cover every branch of the record: a chosen rung after an early stop, a ladder
 run out, an unfinished rung, and the endpoint ``lost_after_learning`` (version 2). The folders
 of the run (tmp_path) read ``<TMP>`` in them. ``GOLDEN_WRITE=1`` rewrites them (never needed
@@ -19,10 +21,10 @@ import subprocess
 import _standin_job as standin
 import pytest
 
-from experiments.calibrate import prepare, run_calibration
-from experiments.calibration_record import CalibrationRecord
 from experiments.jobs import store
 from experiments.jobs.summary import Summary
+from experiments.protocols.calibration.calibrate import prepare, run_calibration
+from experiments.protocols.calibration.record import CalibrationRecord
 
 GOLDEN = pathlib.Path(__file__).parent / "data" / "calibration"
 ROOT = pathlib.Path(__file__).resolve().parents[1]

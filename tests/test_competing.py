@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.report.competing import (
     Incidence,
     aalen_johansen,

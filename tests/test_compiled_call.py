@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.gradients import get_placement, make_variant
 from experiments.muzero.config import MuZeroConfig, NetworkConfig
 from experiments.muzero.learner import Learner

@@ -9,6 +9,7 @@ import shutil
 import pytest
 from conftest import compose_config
 
+from experiments.base.errors import ConfigError
 from experiments.config import (
     BudgetConfig,
     RunConfig,
@@ -16,12 +17,11 @@ from experiments.config import (
     to_run_config,
     variant_schema,
 )
-from experiments.config_errors import composition_error
-from experiments.errors import ConfigError
+from experiments.config.errors import composition_error
 from experiments.gradients import VARIANTS
-from experiments.hydra_app import CONF_DIR
+from experiments.launch.hydra_app import CONF_DIR
 from experiments.muzero.config import MuZeroConfig
-from experiments.stopping import DivergenceRule
+from experiments.verdicts.stopping import DivergenceRule
 
 
 def _compose(overrides, conf=CONF_DIR):

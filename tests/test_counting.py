@@ -21,11 +21,11 @@ from typer.testing import CliRunner
 
 from cli.jobs import parallel_jobs
 from cli.main import app
+from experiments.base.errors import ConfigError
+from experiments.base.process import cores
 from experiments.config import MAX_SEED
-from experiments.errors import ConfigError
 from experiments.jobs import store
 from experiments.jobs.summary import Summary
-from experiments.process import cores
 from experiments.report.across import across_table
 from experiments.report.results import load_results
 

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.jobs import store
 from experiments.jobs.curves import (
     CURVE_KEYS,

@@ -137,8 +137,8 @@ def test_xla_programs_from_the_cache_give_the_same_numbers(tmp_path):
     loading from it; the three give the same rows."""
     from conftest import compose_config
 
-    from experiments.hydra_app import CONF_DIR, job_request
     from experiments.jobs.job import MUZERO
+    from experiments.launch.hydra_app import CONF_DIR, job_request
 
     tiny = [
         "muzero.network.hidden_size=8",

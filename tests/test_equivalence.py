@@ -1,5 +1,6 @@
 """Equivalence (TOST) against a declared margin: experiments/report/equivalence.py, the power of an
-equivalence design (experiments/study/power.py), the table's --margin and a study's margin."""
+equivalence design (experiments/protocols/study/power.py), the table's --margin and a study's
+margin."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import pytest
 from scipy import stats
 from typer.testing import CliRunner
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
+from experiments.protocols.study.power import equivalence_power, seeds_for_equivalence
 from experiments.report.equivalence import (
     Margin,
     parse_margins,
@@ -18,7 +20,6 @@ from experiments.report.equivalence import (
     value_equivalence,
     verdict,
 )
-from experiments.study.power import equivalence_power, seeds_for_equivalence
 
 
 def _restricted_by_grid(k1: int, n1: int, k0: int, n0: int, delta: float) -> float:
@@ -280,8 +281,8 @@ def test_table_rows_agree_with_rate_equivalence():
 def test_study_margin_needs_a_reason_and_a_positive_value(tmp_path):
     import shutil
 
-    from experiments.hydra_app import CONF_DIR
-    from experiments.study.design import load_study
+    from experiments.launch.hydra_app import CONF_DIR
+    from experiments.protocols.study.design import load_study
 
     conf = tmp_path / "conf"
     shutil.copytree(CONF_DIR / "study", conf / "study")

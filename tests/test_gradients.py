@@ -16,7 +16,7 @@ import pytest
 import tensorflow as tf
 
 from experiments import gradients as G
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.gradients.explain import optimizer_update_norms, placement_gradients
 
 X = np.array([[1.5, 2.0, 2.5, 3.0], [0.1, 0.2, 0.1, 0.2]], dtype=np.float32)

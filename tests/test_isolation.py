@@ -8,9 +8,9 @@ import os
 
 import _standin_job as standin
 
-from experiments import process
-from experiments.hydra_app import job_request
+from experiments.base import process
 from experiments.jobs import isolation, store
+from experiments.launch.hydra_app import job_request
 
 
 def test_execute_skips_finished_and_never_raises(standin_env, capsys):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.gradients import VARIANTS, get_placement, make_variant, scale_gradient
 from experiments.muzero.config import MuZeroConfig, NetworkConfig
 from experiments.muzero.learner import Learner, StepInputs, step_weights

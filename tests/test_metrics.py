@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from experiments.errors import ConfigError
-from experiments.metrics import (
+from experiments.base.errors import ConfigError
+from experiments.verdicts.stability import (
     COLLAPSE_FRACTION,
     FINAL_WINDOW_START,
     STABILITY_KEYS,

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.gradients import get_placement, make_variant
 from experiments.muzero.config import MuZeroConfig, NetworkConfig
 from experiments.muzero.support import SupportSizes, resolve_support_sizes

@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.muzero.config import NetworkConfig
 from experiments.muzero.networks import Networks
 from experiments.muzero.normalisation import MinMaxNormalisation

@@ -1,4 +1,5 @@
-"""The outcome classes of a run (experiments/outcome.py) and the endpoint columns of a results
+"""The outcome classes of a run (experiments/verdicts/outcome.py) and the endpoint columns of a
+results
 table (experiments/report/endpoints.py), on hand-built curves and on committed runs."""
 
 from __future__ import annotations
@@ -9,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from experiments.errors import ConfigError
-from experiments.metrics import stability_summary
-from experiments.outcome import CLASSES, ENDPOINT_CLASSES, endpoint_value, run_outcome
+from experiments.base.errors import ConfigError
 from experiments.report.results import load_results
 from experiments.tasks.registry import MINATAR_THRESHOLD_MULTIPLE, task_facts
+from experiments.verdicts.outcome import CLASSES, ENDPOINT_CLASSES, endpoint_value, run_outcome
+from experiments.verdicts.stability import stability_summary
 
 FINDINGS = Path(__file__).resolve().parents[1] / "results" / "findings"
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from conftest import compose_config
 
-from experiments import plan
+from experiments.base.errors import ConfigError
 from experiments.config import register_schema, to_run_config
-from experiments.errors import ConfigError
-from experiments.hydra_app import CONF_DIR
+from experiments.launch import plan
+from experiments.launch.hydra_app import CONF_DIR
 from experiments.muzero.config import MuZeroConfig
 
 # Interleaved, so a shared composition is taken up again after another configuration's jobs.

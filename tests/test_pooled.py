@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.report.across import across_table
 from experiments.report.across_render import across_records, render_across
 from experiments.report.pooled import Stratum, exact_conditional_p, pooled_contrast
@@ -300,10 +300,10 @@ def _study(root, counts):
     registered jobs (regime=stress__task=catch__variant=V__seed=S, seeds from 1000) as its sweep
     names them. counts: variant -> (failed runs, total runs); a failed run diverged before
     learning, the others learned and held. Returns the study's folder, study_catch_stress."""
-    from experiments.hydra_app import CONF_DIR
-    from experiments.study.audit import audit
-    from experiments.study.design import load_study
-    from experiments.study.record import RECORD, register
+    from experiments.launch.hydra_app import CONF_DIR
+    from experiments.protocols.study.audit import audit
+    from experiments.protocols.study.design import load_study
+    from experiments.protocols.study.record import RECORD, register
 
     conf = root / "conf"
     shutil.copytree(CONF_DIR, conf)

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.report.across import across_table, pooled_equivalence
 from experiments.report.equivalence import rate_equivalence
 from experiments.report.pooled import Stratum

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.report.across import across_table
 from experiments.report.across_render import across_records, render_across
 from experiments.report.pooled_ranks import Sample, van_elteren

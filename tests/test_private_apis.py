@@ -17,17 +17,17 @@ import tensorflow as tf
 from conftest import compose_config
 from hydra._internal.core_plugins import basic_sweeper
 
-from experiments import plan
+from experiments.base.errors import ConfigError
+from experiments.base.private_api import PrivateAPIWarning
 from experiments.config import register_schema, to_run_config
-from experiments.errors import ConfigError
-from experiments.hydra_app import CONF_DIR
+from experiments.launch import plan
+from experiments.launch.hydra_app import CONF_DIR
 from experiments.muzero.config import MuZeroConfig
 from experiments.muzero.runtime.compiled_call import (
     CapturesUnavailable,
     FlatCall,
     substitutes_captures,
 )
-from experiments.private_api import PrivateAPIWarning
 from hydra_plugins.gradlab_sweeper import planned_sweeper
 
 
@@ -123,7 +123,7 @@ def test_flatcall_takes_the_private_path_while_it_works():
 
 
 # ---------------------------------------------------------------------------------------------
-# Hydra: ConfigLoaderImpl._apply_overrides_to_config (experiments/plan.py).
+# Hydra: ConfigLoaderImpl._apply_overrides_to_config (experiments/launch/plan.py).
 
 JOBS = [
     ["ablation=hidden_scale", "regime=stress", "variant=none", "seed=0"],

@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 from _search_models import RandomModelTF, random_model, roots_initial_fn
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.muzero.options import Q_FORMS as OPTIONS_Q_FORMS
 from experiments.muzero.qtransforms import FRESH, Q_FORMS, TIES, QForm, resolve
 from experiments.muzero.reference_search import run_search

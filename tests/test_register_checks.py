@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from experiments.errors import ConfigError
-from experiments.study.design import load_study
-from experiments.study.record import RECORD, register
+from experiments.base.errors import ConfigError
+from experiments.protocols.study.design import load_study
+from experiments.protocols.study.record import RECORD, register
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 
@@ -86,7 +86,7 @@ def test_plan_gives_the_pooled_equivalence_power_of_summed_strata():
     from typer.testing import CliRunner
 
     from cli.main import app
-    from experiments.study.power import equivalence_power
+    from experiments.protocols.study.power import equivalence_power
 
     out = CliRunner().invoke(
         app,
@@ -104,7 +104,7 @@ def test_plan_gives_the_pooled_equivalence_power_of_summed_strata():
 def test_a_margin_study_records_its_equivalence_power(tmp_path):
     """Study 4's design: the record's planned power is the pooled TOST's (47 runs per arm in
     each of 4 strata, summed), the figure gradlab study plan prints."""
-    from experiments.study.power import equivalence_power
+    from experiments.protocols.study.power import equivalence_power
 
     results = tmp_path / "results"
     study = load_study("faithful_catch", CONF_DIR)

@@ -31,9 +31,9 @@ from conftest import compose_config
 from typer.testing import CliRunner
 
 from cli.main import app
-from experiments import process
-from experiments.hydra_app import job_request
+from experiments.base import process
 from experiments.jobs import isolation, store
+from experiments.launch.hydra_app import job_request
 from experiments.report.results import load_results
 
 STEPS = 8
@@ -180,7 +180,7 @@ def test_fault_injection_raise_and_sigkill_then_rerun_counts_each_job_once(tmp_p
 def test_a_sweep_stopped_by_its_launcher_says_so_in_one_line(tmp_path, monkeypatch):
     """When the launcher itself fails (a Ray cluster gone, a scheduler error), the command
     reports it in one line, keeps what finished and exits 1; the same command finishes it."""
-    from experiments import hydra_app
+    from experiments.launch import hydra_app
 
     conf, res = standin.make_conf(tmp_path), tmp_path / "res"
     real_launch = hydra_app.launch

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.report.contrasts import adjust, pair_by_seed, rate_contrast, value_contrast
 from experiments.report.significance import barnard_p, fisher_p, holm, mcnemar_p, wilcoxon_p
 

@@ -16,7 +16,7 @@ import pytest
 from matplotlib.text import Text
 from scipy import stats
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.jobs.curves import write_curves
 from experiments.jobs.summary import STATUSES
 from experiments.report.bands import MIN_BAND_RUNS, mean_band

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.report.plots import plot_all
 from experiments.report.profile import (
     MIN_PROFILE_RUNS,

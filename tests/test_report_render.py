@@ -13,7 +13,7 @@ import subprocess
 import pandas as pd
 import pytest
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.report.markup import latex_escape, markdown_table
 from experiments.report.render import format_number, format_p, render
 from experiments.report.results import load_results

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.report.stats import (
     binomial_ci,
     bootstrap_ci,

@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.jobs import store
 from experiments.jobs.summary import STATUSES
-from experiments.metrics import STABILITY_KEYS
 from experiments.report.competing import gray_test
 from experiments.report.results import AVERAGED, load_results
 from experiments.report.stats import binomial_ci, bootstrap_ci
 from experiments.report.tables import DEFAULT_METRICS, summarize
+from experiments.verdicts.stability import STABILITY_KEYS
 
 
 def _job(root, name, *, status, group, seed, stability=None, ablation="hidden_scale", **extra):

@@ -8,7 +8,7 @@ import os
 import _standin_job as standin
 import pytest
 
-from experiments import process
+from experiments.base import process
 from experiments.config import (
     BudgetConfig,
     DivergenceConfig,

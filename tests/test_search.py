@@ -10,7 +10,7 @@ from _search_models import chain as _chain
 from _search_models import random_model as _random_model
 from _search_models import two_armed as _two_armed
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.muzero.reference_search import (
     SearchOutput,
     min_max_normalize,

@@ -16,7 +16,7 @@ from _search_models import (
     two_armed_tf,
 )
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.muzero import _tree_tf
 from experiments.muzero._acting import select_action
 from experiments.muzero._reference_tree import pick

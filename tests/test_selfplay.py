@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 from _search_models import randomize
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.gradients import PLACEMENTS, get_placement, make_variant
 from experiments.muzero.config import MuZeroConfig, NetworkConfig
 from experiments.muzero.networks import Networks

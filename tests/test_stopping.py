@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from experiments.errors import ConfigError
-from experiments.metrics import stability_summary
-from experiments.stopping import Budget, DivergenceCheck, DivergenceRule, first_divergence
+from experiments.base.errors import ConfigError
+from experiments.verdicts.stability import stability_summary
+from experiments.verdicts.stopping import Budget, DivergenceCheck, DivergenceRule, first_divergence
 
 
 def _rows(losses):

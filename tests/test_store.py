@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.jobs import store
 
 

@@ -17,12 +17,17 @@ from scipy import stats
 from typer.testing import CliRunner
 
 from cli.main import app
-from experiments.errors import ConfigError
-from experiments.hydra_app import CONF_DIR
+from experiments.base.errors import ConfigError
+from experiments.launch.hydra_app import CONF_DIR
+from experiments.protocols.study.design import load_study
+from experiments.protocols.study.power import (
+    fisher_p_grid,
+    fisher_power,
+    pooled_power,
+    seeds_for_power,
+)
+from experiments.protocols.study.record import RECORD, check, register
 from experiments.report.pooled import Stratum, pooled_contrast
-from experiments.study.design import load_study
-from experiments.study.power import fisher_p_grid, fisher_power, pooled_power, seeds_for_power
-from experiments.study.record import RECORD, check, register
 
 
 def test_fisher_grid_equals_scipy_cell_by_cell():

@@ -1,4 +1,5 @@
-"""A study's ``planning:`` typed (experiments/study/design.py's Planning): the record's design
+"""A study's ``planning:`` typed (experiments/protocols/study/design.py's Planning): the record's
+design
 holds exactly the keys and values each committed YAML declares, as before it was typed, and a
 bad planning key or value is one line naming it."""
 
@@ -9,9 +10,9 @@ import pathlib
 import pytest
 import yaml
 
-from experiments.errors import ConfigError
-from experiments.study.design import Planning, load_study, study_names
-from experiments.study.record import _design
+from experiments.base.errors import ConfigError
+from experiments.protocols.study.design import Planning, load_study, study_names
+from experiments.protocols.study.record import _design
 
 CONF = pathlib.Path(__file__).resolve().parents[1] / "conf"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.jobs import store
 from experiments.jobs.summary import SCHEMA, Summary
 

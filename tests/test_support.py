@@ -6,7 +6,7 @@ import tensorflow as tf
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.muzero.config import NetworkConfig
 from experiments.muzero.support import (
     FALLBACK_SUPPORT_SIZE,

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.muzero.replay import ReplayBuffer
 from experiments.tasks import TASKS, CatchEnv, GymEnv, ScaledRewards, TaskConfig, make_env
 

@@ -14,8 +14,8 @@ from hydra import compose, initialize_config_dir
 from typer.testing import CliRunner
 
 from cli.main import app
+from experiments.base.errors import ConfigError
 from experiments.config import register_schema, to_run_config
-from experiments.errors import ConfigError
 from experiments.muzero.config import MuZeroConfig
 from experiments.tasks import TaskConfig, facts_for, make_env, task_facts, task_names
 from experiments.tasks.registry import registered_name

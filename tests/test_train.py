@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
 
+from experiments.base.errors import ConfigError
 from experiments.config import register_schema, to_run_config
-from experiments.errors import ConfigError
 from experiments.gradients import get_placement, make_variant
-from experiments.hydra_app import CONF_DIR
+from experiments.launch.hydra_app import CONF_DIR
 from experiments.muzero.agents import AgentCache
 from experiments.muzero.config import MuZeroConfig, NetworkConfig
 from experiments.muzero.train import train
@@ -119,7 +119,7 @@ def test_agent_cache_keys_on_the_whole_configuration_and_keeps_the_latest():
 
 
 def test_composed_yaml_gives_the_dataclass_defaults_and_presets_change_them():
-    # Hydra composes conf/ on the registered schema (experiments/config.py): the default
+    # Hydra composes conf/ on the registered schema (experiments/config/__init__.py): the default
     # MuZero section restates MuZeroConfig's defaults; the cartpole preset changes some.
     register_schema(MuZeroConfig)
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
@@ -217,8 +217,8 @@ def test_a_run_left_unfinished_at_exit_closes_quietly(tmp_path):
 def test_without_the_private_call_evaluations_run_in_line_same_rows(monkeypatch):
     """TensorFlow without ConcreteFunction._call_flat cannot plan on a weight copy: train warns
     once and evaluates in line; the rows are those of the run with the overlap."""
+    from experiments.base.private_api import PrivateAPIWarning
     from experiments.muzero.runtime import compiled_call
-    from experiments.private_api import PrivateAPIWarning
 
     assert compiled_call.captures_available()  # TensorFlow 2.21 has it
     config = dataclasses.replace(TINY, training_steps=6, eval_every=3, jit_compile=True)

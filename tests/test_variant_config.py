@@ -1,4 +1,4 @@
-"""The variant config classes are declared (experiments/variant_config.py), found by name, and
+"""The variant config classes are declared (experiments/config/variants.py), found by name, and
 checked against the registry: a class and its registry entry cannot drift apart."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import pickle
 
 import pytest
 
-from experiments import variant_config
+from experiments.config import variants as variant_config
+from experiments.config.variants import VARIANT_CONFIGS, VariantConfig, check_declared
 from experiments.gradients import VARIANTS
-from experiments.variant_config import VARIANT_CONFIGS, VariantConfig, check_declared
 
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))
@@ -18,7 +18,7 @@ def test_each_registered_variant_has_a_declared_class(name):
     cls = VARIANT_CONFIGS[name]
     # declared in the module's source under its own name (not generated), so pickle finds it
     assert getattr(variant_config, cls.__name__) is cls
-    assert cls.__module__ == "experiments.variant_config"
+    assert cls.__module__ == "experiments.config.variants"
     node = cls()
     assert node.name == name and node.params == {p.name: p.default for p in VARIANTS[name].params}
     assert pickle.loads(pickle.dumps(node)) == node

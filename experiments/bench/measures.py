@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 
 __all__ = ["BenchReport", "BenchSettings", "Rate", "Ratio", "Timing"]
 

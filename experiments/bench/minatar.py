@@ -85,9 +85,9 @@ class MinAtarSizes:
 def preset() -> RunConfig:
     """The run config of :data:`PRESET_OVERRIDES`, composed from ``conf`` as a run's."""
     from experiments.config import register_schema, to_run_config
-    from experiments.hydra_app import CONF_DIR
     from experiments.jobs.job import MUZERO
-    from experiments.plan import compose
+    from experiments.launch.hydra_app import CONF_DIR
+    from experiments.launch.plan import compose
 
     register_schema(MUZERO.muzero_schema)
     return to_run_config(compose(CONF_DIR, list(PRESET_OVERRIDES)))

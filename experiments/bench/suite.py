@@ -22,8 +22,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from experiments.base.process import cores
 from experiments.bench.measures import BenchReport, BenchSettings, Rate, Ratio, Timing
-from experiments.process import cores
 
 __all__ = [
     "COMPILED_SEARCH_TARGET",

@@ -13,8 +13,8 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from experiments.base.registry import Registry
 from experiments.gradients.variants import HiddenFn
-from experiments.registry import Registry
 
 __all__ = ["PLACEMENTS", "Placement", "PlacementFn", "get_placement"]
 

@@ -22,8 +22,8 @@ import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from experiments.errors import ConfigError
-from experiments.registry import Registry
+from experiments.base.errors import ConfigError
+from experiments.base.registry import Registry
 
 __all__ = [
     "ACTS_ON",

@@ -4,5 +4,6 @@ names, resume and locks (:mod:`store`), its ``summary.json`` (:mod:`summary`), i
 the processes of a sweep end together (:mod:`lifetime`), and how many jobs a parallel sweep deals
 at a time (:mod:`dealing`).
 
-Nothing here composes a config (:mod:`experiments.plan` does) or trains (``experiments/muzero``).
+Nothing here composes a config (:mod:`experiments.launch.plan` does) or trains
+(``experiments/muzero``).
 """

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.jobs import store
 
 __all__ = ["CURVES_FILE", "CURVE_KEYS", "MAX_POINTS", "compact_curves", "read_curves",

@@ -1,7 +1,8 @@
 """What a run or a study record is: the code's identity, a run config's hash, UTC times.
 
 One definition each, used by the runs (:mod:`experiments.jobs.summary`) and the study records
-(:mod:`experiments.study.record`) alike, so that the audit (:mod:`experiments.study.audit`)
+(:mod:`experiments.protocols.study.record`) alike, so that the audit
+(:mod:`experiments.protocols.study.audit`)
 compares like with like.
 
 * **Code identity** (:func:`code_identity`): the git commit of the tree holding the code (None

@@ -58,7 +58,7 @@ def execute(
     process; never raises for the job's own problems (a refused config is a failed job).
 
     Args:
-      request: the job (:func:`experiments.hydra_app.job_request`).
+      request: the job (:func:`experiments.launch.hydra_app.job_request`).
       job: what the job runs.
       progress: draws a progress bar for the job (from the command line), or None.
 
@@ -157,7 +157,7 @@ def run_in_process(
       live process holds the job (``"running elsewhere"``), or another process finished it
       since the caller looked (its status, e.g. ``"completed"``).
     """
-    from experiments.process import limit_threads, quiet_tensorflow, use_xla_cache
+    from experiments.base.process import limit_threads, quiet_tensorflow, use_xla_cache
 
     cfg = request.config
     if cfg is None:
@@ -207,7 +207,7 @@ def overlap_for(threads: int | None) -> bool:
     work beside its training step: more than one thread. ``gradlab sweep`` gives parallel jobs
     one thread each, where worker threads would only compete (measured both ways:
     docs/performance.md, "Figures moved from the code")."""
-    from experiments.process import cores
+    from experiments.base.process import cores
 
     if threads is not None:
         return threads > 1

@@ -67,7 +67,7 @@ class Job:
 @dataclasses.dataclass(frozen=True)
 class JobRequest:
     """One job to run, as the launcher hands it over: built from Hydra's config at the entry
-    (:func:`experiments.hydra_app.job_request`), typed from there on.
+    (:func:`experiments.launch.hydra_app.job_request`), typed from there on.
 
     Attributes:
       job_dir: the job's folder (Hydra's output dir for it).

@@ -1,7 +1,8 @@
 """One job's run, in the job's own process: the row loop, nothing else.
 
 :func:`run_job` trains, writes each row to ``metrics.jsonl``, asks the stop rules of
-:mod:`experiments.stopping` after each one, and writes the job's :class:`~experiments.jobs.summary.
+:mod:`experiments.verdicts.stopping` after each one, and writes the job's
+:class:`~experiments.jobs.summary.
 Summary`. It never raises for a problem inside the job: a diverged run is a result (status
 ``diverged``), a budget ends it cleanly (``timeout``), an exception is recorded (``failed`` with
 ``error.txt``), a stop (the sweep's, or a signal to the job's process:
@@ -24,7 +25,7 @@ from experiments.jobs import store
 from experiments.jobs.identity import utc_now
 from experiments.jobs.job import TrainFn
 from experiments.jobs.summary import Summary, error_line
-from experiments.stopping import DivergenceCheck
+from experiments.verdicts.stopping import DivergenceCheck
 
 __all__ = ["Progress", "ProgressFactory", "run_job"]
 
@@ -50,7 +51,7 @@ class _NoProgress:
 
 
 def _stability(rows: list[dict], cfg: RunConfig, summary: Summary) -> dict:
-    from experiments.metrics import stability_summary
+    from experiments.verdicts.stability import stability_summary
 
     try:
         return dict(
@@ -125,7 +126,7 @@ def run_job(
     status, steps, diverged_step, error = "completed", 0, None, None
     rows = None
     try:
-        from experiments.process import seed_everything
+        from experiments.base.process import seed_everything
 
         seed_everything(cfg.seed, deterministic=cfg.runtime.deterministic)
         variant, placement = cfg.variant.build()

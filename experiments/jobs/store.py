@@ -43,7 +43,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.jobs.summary import Summary, library_versions
 
 __all__ = [

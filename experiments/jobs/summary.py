@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from experiments.errors import ConfigError, unknown_choice
+from experiments.base.errors import ConfigError, unknown_choice
 from experiments.jobs.identity import (
     CodeIdentity,
     code_identity,
@@ -54,7 +54,7 @@ sweep's stop, at a step boundary, its rows so far kept; ``running``: being run, 
 was killed)."""
 
 RECORD_NAME = "preregistration.json"
-"""A study's record in its folder (:data:`experiments.study.record.RECORD`)."""
+"""A study's record in its folder (:data:`experiments.protocols.study.record.RECORD`)."""
 
 _VERSIONED = ("tensorflow", "keras", "numpy", "hydra-core", "omegaconf", "wandb", "gradlab")
 _OBJECTS = ("overrides", "variant_params", "versions", "stability")  # read as {} unless objects
@@ -86,7 +86,8 @@ class Summary:
       reward_scale: the task's reward scale.
       pid: the job's process id.
       versions: the versions of Python and the libraries the job ran with.
-      stability: the run's stability figures (:func:`experiments.metrics.stability_summary`).
+      stability: the run's stability figures
+      (:func:`experiments.verdicts.stability.stability_summary`).
       error: a failed or interrupted job's error, in one line; else None.
       warnings: what went wrong beside the job (e.g. the W&B mirror).
       config_sha256: the hash of its resolved config (:func:`~experiments.jobs.identity.

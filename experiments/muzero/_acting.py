@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.muzero._checks import check_temperature
 
 __all__ = ["select_action", "visit_softmax_temperature"]

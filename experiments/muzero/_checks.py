@@ -1,7 +1,7 @@
 """Argument checks shared by the NumPy and the compiled search (private).
 
 Each returns the checked value as a plain Python number or string, or raises
-:class:`~experiments.errors.ConfigError` with a one-line message naming the bad value.
+:class:`~experiments.base.errors.ConfigError` with a one-line message naming the bad value.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numbers
 
 import numpy as np
 
-from experiments.errors import ConfigError, unknown_choice
+from experiments.base.errors import ConfigError, unknown_choice
 from experiments.muzero.config import Q_FORMS
 
 

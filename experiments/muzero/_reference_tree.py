@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.muzero._puct import exploration_weight
 from experiments.muzero.qtransforms import QForm
 

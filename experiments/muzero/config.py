@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from experiments.errors import ConfigError, unknown_choice
+from experiments.base.errors import ConfigError, unknown_choice
 from experiments.muzero.options import LOSS_SCALES, NORMALISATIONS
 from experiments.muzero.options import Q_FORMS as _Q_FORMS
 

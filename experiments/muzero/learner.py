@@ -46,7 +46,7 @@ from typing import Any, TypedDict
 import numpy as np
 import tensorflow as tf
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.gradients import Placement, Variant
 from experiments.muzero.config import MuZeroConfig
 from experiments.muzero.networks import Networks, recurrent_step

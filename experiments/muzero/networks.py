@@ -24,7 +24,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.gradients import HiddenFn, Placement
 from experiments.muzero.config import NetworkConfig
 from experiments.muzero.options import NORMALISATIONS

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from experiments.base.registry import Registry
 from experiments.muzero.qtransforms import Q_FORMS, QForm
-from experiments.registry import Registry
 
 __all__ = [
     "LOSS_SCALES",

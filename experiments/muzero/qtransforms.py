@@ -45,7 +45,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from experiments.registry import Registry
+from experiments.base.registry import Registry
 
 __all__ = ["FRESH", "Q_FORMS", "TIES", "QForm", "resolve"]
 

@@ -58,7 +58,7 @@ import dataclasses
 
 import numpy as np
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.muzero._acting import select_action, visit_softmax_temperature
 from experiments.muzero._checks import check_count, check_positive, check_unit
 from experiments.muzero._puct import exploration_weight

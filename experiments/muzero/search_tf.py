@@ -34,7 +34,7 @@ from collections.abc import Callable
 import numpy as np
 import tensorflow as tf
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.muzero import _tree_tf
 from experiments.muzero._checks import (
     check_count,

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from experiments.errors import ConfigError, unknown_choice
+from experiments.base.errors import ConfigError, unknown_choice
 from experiments.gradients import Placement, Variant, get_placement
 from experiments.muzero._acting import select_action, visit_softmax_temperature
 from experiments.muzero.config import MuZeroConfig

@@ -18,7 +18,7 @@ import dataclasses
 
 import tensorflow as tf
 
-from experiments.errors import unknown_choice
+from experiments.base.errors import unknown_choice
 from experiments.muzero.support_sizes import (
     EPSILON,
     FALLBACK_SUPPORT_SIZE,

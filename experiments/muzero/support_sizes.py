@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.muzero.config import NetworkConfig
 from experiments.tasks import TaskConfig
 

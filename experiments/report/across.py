@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from experiments.errors import ConfigError, unknown_choice
+from experiments.base.errors import ConfigError, unknown_choice
 from experiments.report.pooled import PooledContrast, Stratum, pooled_contrast
 from experiments.report.pooled_ranks import RankContrast, Sample, van_elteren
 
@@ -245,6 +245,7 @@ def across_table(
         stratum holding two settings of one variant, or a baseline with parameters; a run in
         two folders (without ``keep_duplicates``).
     """
+    from experiments.protocols.study.analysis import registered_contrast
     from experiments.report.contrasts import adjust
     from experiments.report.counting import counting_notes, drop_pooled_duplicates
     from experiments.report.results import load_results
@@ -255,7 +256,6 @@ def across_table(
         status_note,
         summarize,
     )
-    from experiments.study.analysis import registered_contrast
 
     alpha = check_alpha(alpha)
     if margin is not None:
@@ -448,7 +448,7 @@ def _with_verdict(q: PooledEquivalence | None, p_adjusted: float, alpha: float):
 def _primary_mismatch(primary: str, endpoint: str, folders: Sequence[Path]) -> list[str]:
     """A note for each study folder whose registered primary is not ``primary`` on
     ``endpoint``: the pooled ``*`` then marks a contrast those studies did not declare."""
-    from experiments.study.analysis import declared_analysis
+    from experiments.protocols.study.analysis import declared_analysis
 
     notes = []
     for folder in folders:

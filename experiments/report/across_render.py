@@ -18,7 +18,7 @@ import math
 
 import pandas as pd
 
-from experiments.errors import unknown_choice
+from experiments.base.errors import unknown_choice
 from experiments.report.across import Across
 from experiments.report.endpoints import MEANING
 from experiments.report.markup import latex_stack, latex_text, markdown_table

@@ -12,10 +12,10 @@ from collections import Counter
 
 import pandas as pd
 
-from experiments.metrics import COLLAPSE_FRACTION
 from experiments.report.endpoints import MEANING
 from experiments.report.equivalence import equivalence_sentences
 from experiments.report.tables import METRICS
+from experiments.verdicts.stability import COLLAPSE_FRACTION
 
 __all__ = ["table_caption"]
 

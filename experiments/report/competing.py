@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 
 __all__ = [
     "CENSORED",
@@ -70,7 +70,8 @@ def competing_times(runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 
     Args:
       runs: ``[N]`` rows with ``threshold``, ``reached_threshold``, ``steps_to_threshold``,
-        ``diverged``, ``diverged_step``, ``steps`` and ``path`` (see :mod:`experiments.metrics`).
+        ``diverged``, ``diverged_step``, ``steps`` and ``path`` (see
+        :mod:`experiments.verdicts.stability`).
 
     Returns:
       ``(time [N] float, cause [N] int)``: cause :data:`REACHED` at ``steps_to_threshold`` (a

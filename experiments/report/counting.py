@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import yaml
 
-from experiments.errors import ConfigError, unknown_choice
+from experiments.base.errors import ConfigError, unknown_choice
 from experiments.jobs.identity import config_fingerprint, flat_config
 from experiments.jobs.store import job_name
 from experiments.jobs.summary import Summary

@@ -9,9 +9,9 @@
   are recomputed from the run's evaluations (``metrics.jsonl``, else the committed
   ``curves.csv.gz``, which keeps every evaluation). ``threshold_recorded`` keeps what the summary
   said (None for them).
-* ``outcome`` (str or None): the run's class, :func:`experiments.outcome.run_outcome`.
+* ``outcome`` (str or None): the run's class, :func:`experiments.verdicts.outcome.run_outcome`.
 * ``learned``, ``failed``, ``lost_after_learning``, ``never_learned``: 0/1 (NaN: no outcome),
-  :data:`experiments.outcome.ENDPOINT_CLASSES`.
+  :data:`experiments.verdicts.outcome.ENDPOINT_CLASSES`.
 * ``failed_v1``: the definition Studies 1-3 registered (``failed`` before 2026-11-27): unstable, or
   the *recorded* threshold never reached; a run whose summary recorded no threshold (MinAtar)
   fails iff unstable. Kept so those studies are analysed as registered; it counts a stable run
@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from experiments.errors import ConfigError
-from experiments.outcome import ENDPOINT_CLASSES, endpoint_value, run_outcome
+from experiments.base.errors import ConfigError
+from experiments.verdicts.outcome import ENDPOINT_CLASSES, endpoint_value, run_outcome
 
 __all__ = [
     "MEANING",

@@ -45,7 +45,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 
 __all__ = [
     "RATE_METHOD",

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.jobs import store
 from experiments.report.results import config_task_id
 

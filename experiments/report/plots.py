@@ -40,7 +40,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.report.bands import mean_band
 from experiments.report.curves import run_curves
 from experiments.report.drawing import (

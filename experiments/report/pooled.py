@@ -23,7 +23,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 
 __all__ = [
     "PooledContrast",

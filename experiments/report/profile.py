@@ -34,7 +34,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.report.bands import MIN_BAND_RUNS
 from experiments.report.itt import run_random_return
 from experiments.report.layout import Layout, layout_of, panel_grid

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from experiments.errors import unknown_choice
+from experiments.base.errors import unknown_choice
 from experiments.report.caption import table_caption
 from experiments.report.markup import latex_stack, latex_text, markdown_table
 from experiments.report.tables import METRICS

@@ -3,7 +3,8 @@
 One row per job in :attr:`Results.runs`: its status, seed, group (every swept key except the seed)
 and stability figures (from ``summary.json``'s ``"stability"`` key; recomputed from
 ``metrics.jsonl`` when absent, or when it lacks a key of
-:data:`~experiments.metrics.STABILITY_KEYS` because an older gradlab wrote it). :func:`load_curves`
+:data:`~experiments.verdicts.stability.STABILITY_KEYS` because an older gradlab wrote it).
+:func:`load_curves`
 reads the per-step metrics of the averaged runs for the plots.
 
 Two figures are derived here for the table's intention-to-treat analysis:
@@ -17,7 +18,7 @@ Two figures are derived here for the table's intention-to-treat analysis:
   random policy (:func:`diverged_return`), times the run's reward scale. Statuses are the
 summary's (:data:`experiments.jobs.summary.STATUSES`), files are read with the store's readers
 (:func:`experiments.jobs.store.load_summary`, :func:`experiments.jobs.store.read_metrics`). Every
-problem with the folder is a :class:`~experiments.errors.ConfigError` naming the folder or file
+problem with the folder is a :class:`~experiments.base.errors.ConfigError` naming the folder or file
 and what was expected.
 """
 
@@ -31,10 +32,9 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.jobs.store import load_summary, read_metrics
 from experiments.jobs.summary import Summary
-from experiments.metrics import STABILITY_KEYS, stability_summary
 from experiments.report.counting import (
     AVERAGED,
     NO_SUMMARY,
@@ -47,6 +47,7 @@ from experiments.report.counting import (
     run_identity,
 )
 from experiments.report.endpoints import add_endpoints
+from experiments.verdicts.stability import STABILITY_KEYS, stability_summary
 
 __all__ = [
     "AVERAGED",
@@ -71,7 +72,8 @@ class Results:
       runs: one row per job, sorted by group then seed. Columns: ``job``, ``path``, ``status``,
         ``seed``, ``group`` (a label), ``task``, ``threshold``, ``reward_scale`` (None when the
         summary does not record it: 1), one column per group key (str),
-        one per :data:`~experiments.metrics.STABILITY_KEYS` (float, NaN when undefined), and
+        one per :data:`~experiments.verdicts.stability.STABILITY_KEYS` (float, NaN when undefined),
+        and
         the endpoint columns of :func:`~experiments.report.endpoints.add_endpoints` (``outcome``,
         ``failed``, ``failed_v1``, ...; float 0/1, NaN when undefined).
     """

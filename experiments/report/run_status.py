@@ -1,7 +1,8 @@
 """The run-status figure: every run of each arm by its outcome class, as counts out of n.
 
 One horizontal stacked bar per arm (one panel per regime, arms in registry order, first on top),
-its segments the runs of each class of :data:`experiments.outcome.CLASSES` (``held``, ``lost``,
+its segments the runs of each class of :data:`experiments.verdicts.outcome.CLASSES` (``held``,
+``lost``,
 ``diverged_after_learning``, ``diverged_before_learning``, ``never_learned``; the ``outcome``
 column of :attr:`~experiments.report.results.Results.runs`), then the runs that have none:
 
@@ -24,11 +25,11 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from experiments.outcome import CLASSES
 from experiments.report.drawing import with_lines
 from experiments.report.layout import layout_of, panel_grid
 from experiments.report.results import AVERAGED, Results
 from experiments.report.style import STYLE, figure_legend, fold_label
+from experiments.verdicts.outcome import CLASSES
 
 __all__ = ["OUTCOME_STYLES", "SEGMENTS", "outcome_counts", "outcome_table"]
 

@@ -40,7 +40,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import stats
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 
 __all__ = ["barnard_p", "fisher_p", "holm", "mann_whitney_p", "mcnemar_p", "wilcoxon_p"]
 

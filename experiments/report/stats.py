@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from scipy import stats
 
-from experiments.errors import ConfigError, unknown_choice
+from experiments.base.errors import ConfigError, unknown_choice
 
 __all__ = [
     "STATS",

@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from experiments.errors import ConfigError, unknown_choice
+from experiments.base.errors import ConfigError, unknown_choice
 from experiments.jobs.summary import STATUSES
 from experiments.report.competing import (
     Incidence,
@@ -139,7 +139,8 @@ METRICS = {
     "hidden_norm_growth": Metric(("hidden", "norm K/0"), None),
     "wall_time_s": Metric(("wall", "time (s)"), False),
 }
-"""The table's metrics (figure name -> display); see :mod:`experiments.metrics` and ``failed`` in
+"""The table's metrics (figure name -> display); see :mod:`experiments.verdicts.stability` and
+``failed`` in
 :mod:`experiments.report.results`."""
 
 DEFAULT_METRICS = (

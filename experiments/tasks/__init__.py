@@ -8,7 +8,7 @@ batched :class:`VectorEnv`, its rewards times ``task.reward_scale``.
 
 from __future__ import annotations
 
-from experiments.errors import unknown_choice
+from experiments.base.errors import unknown_choice
 from experiments.tasks.base import ScaledRewards, VectorEnv
 from experiments.tasks.catch import CatchEnv
 from experiments.tasks.config import TASKS, TaskConfig, TaskInfo

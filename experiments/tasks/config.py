@@ -16,7 +16,7 @@ import math
 import types
 from collections.abc import Mapping
 
-from experiments.errors import ConfigError, unknown_choice
+from experiments.base.errors import ConfigError, unknown_choice
 from experiments.tasks.gym_adapter import check_gym_id
 from experiments.tasks.minatar_adapter import check_minatar
 from experiments.tasks.registry import facts_for, task_facts

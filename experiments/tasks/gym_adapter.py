@@ -9,7 +9,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 
 __all__ = ["GymEnv", "check_gym_id"]
 

@@ -17,7 +17,7 @@ object; an observation is ``[10, 10, C]``, handed out flat (``[B, 100 C]`` float
   evaluations start from varied states.
 
 The ``minatar`` package is imported only when a MinAtar task is used; without it the task is
-refused with a one-line :class:`~experiments.errors.ConfigError`.
+refused with a one-line :class:`~experiments.base.errors.ConfigError`.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 
 __all__ = [
     "DEFAULT_EPISODE_STEPS",

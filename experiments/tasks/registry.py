@@ -24,7 +24,7 @@ import types
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from experiments.errors import unknown_choice
+from experiments.base.errors import unknown_choice
 from experiments.tasks.catch import CatchEnv
 from experiments.tasks.gym_adapter import GymEnv
 from experiments.tasks.minatar_adapter import MinAtarEnv
@@ -81,7 +81,8 @@ class TaskFacts:
         verdict then uses the run's own gain).
       threshold: the task's competence threshold: the evaluation return counted as "learned"
         (steps-to-threshold, ``reached_threshold``, the outcome classes of
-        :mod:`experiments.outcome`, a calibration's "never learned"); ``None`` where none is
+        :mod:`experiments.verdicts.outcome`, a calibration's "never learned"); ``None`` where none
+        is
         defined.
       threshold_source: where ``threshold`` comes from (the rule and its source), one line.
       random_return: the mean episode return of a uniformly random policy, measured with

@@ -4,16 +4,16 @@ Before it launches a batch, Hydra's ``BasicSweeper`` composes every job's config
 catch composition errors early (``Sweeper.validate_batch_is_legal``; its own comment: "This can
 be a bit slow for large jobs"). Its cost per job is measured in docs/performance_private.md, and no
 launcher worker exists yet during it. ``gradlab sweep`` has done that work already, and more:
-:func:`experiments.plan.plan` composes and validates every job (Hydra's composition, then
+:func:`experiments.launch.plan.plan` composes and validates every job (Hydra's composition, then
 gradlab's schema) and stops the sweep before anything is written if one is bad. So
 :data:`PlannedSweeper` is the basic sweeper itself without that second validation: the same
 expansion of ``params`` and the command line, the same batches and the same ``multirun.yaml``.
 ``gradlab sweep`` chooses it unless the command line names a sweeper; ``python -m
-experiments.hydra_app --multirun`` (no plan) keeps Hydra's default.
+experiments.launch.hydra_app --multirun`` (no plan) keeps Hydra's default.
 
 ``BasicSweeper`` lives in Hydra's private ``hydra._internal`` package and appears only in
 :func:`planned_sweeper_class`. If it is gone, or Hydra's sweepers no longer have the
-``validate_batch_is_legal`` hook, one :class:`~experiments.private_api.PrivateAPIWarning` is
+``validate_batch_is_legal`` hook, one :class:`~experiments.base.private_api.PrivateAPIWarning` is
 given. ``PlannedSweeper`` is then Hydra's basic sweeper unchanged, as ``hydra/sweeper=basic``
 names it (public: Hydra's config store and ``hydra.utils.get_class``). The sweep gives the same
 jobs and results, and each job is composed a second time.
@@ -27,7 +27,7 @@ from hydra.core.config_store import ConfigStore
 from hydra.plugins.sweeper import Sweeper
 from hydra.utils import get_class
 
-from experiments.private_api import BROKEN, warn_fallback
+from experiments.base.private_api import BROKEN, warn_fallback
 
 __all__ = ["PlannedSweeper", "planned_sweeper_class"]
 

@@ -11,7 +11,7 @@ bit (``tests/test_compiled_call.py``).
 
 ``_call_flat`` is private to TensorFlow (pinned at 2.21.0) and appears only here. If it is gone
 or takes other arguments, a :class:`FlatCall` warns once
-(:class:`~experiments.private_api.PrivateAPIWarning`) and calls the concrete function publicly
+(:class:`~experiments.base.private_api.PrivateAPIWarning`) and calls the concrete function publicly
 instead, which gives the same numbers with the binding cost. One thing has no public equivalent:
 running the program on OTHER captured inputs (``captured=``, how
 :class:`~experiments.muzero.runtime.weights.WeightCopy` plans with a copy of the weights). Without
@@ -26,8 +26,8 @@ from typing import Any
 
 import tensorflow as tf
 
-from experiments.errors import ConfigError
-from experiments.private_api import BROKEN, warn_fallback
+from experiments.base.errors import ConfigError
+from experiments.base.private_api import BROKEN, warn_fallback
 
 __all__ = [
     "CapturesUnavailable",

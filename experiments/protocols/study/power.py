@@ -28,7 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import stats
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 
 __all__ = [
     "equivalence_power",

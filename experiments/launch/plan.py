@@ -5,7 +5,8 @@ and whether it would be skipped.
 ``hydra.sweeper.params``, then the command-line overrides, which replace a preset key or add one),
 composes every job's config with Hydra's public compose API on gradlab's registered schema,
 converts it into a :class:`~experiments.config.RunConfig` (so every bad name, key, type or range
-is found here, as a :class:`~experiments.errors.ConfigError`, before a single folder is written),
+is found here, as a :class:`~experiments.base.errors.ConfigError`, before a single folder is
+written),
 and checks its folder for a finished result.
 """
 
@@ -18,11 +19,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.config_errors import composition_error
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
+from experiments.base.private_api import warn_fallback
+from experiments.config.errors import composition_error
 from experiments.jobs import store
 from experiments.jobs.job import MUZERO, Job
-from experiments.private_api import warn_fallback
 
 __all__ = [
     "PlannedJob",
@@ -150,7 +151,8 @@ class _Compositions:
     If the private call fails, the job is composed from its own overrides, Hydra's public compose.
     That composition decides the outcome: it gives the job's config or its error. When it succeeds
     where the private call failed, the private API is broken. After one
-    :class:`~experiments.private_api.PrivateAPIWarning`, every later job is composed whole (the same
+    :class:`~experiments.base.private_api.PrivateAPIWarning`, every later job is composed whole
+    (the same
     configs, one composition per job).
 
     Args:

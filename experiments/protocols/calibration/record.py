@@ -1,8 +1,10 @@
 """A calibration's record (``calibration.json`` and ``calibration.md``), typed, and the regime
 preset it derives.
 
-:class:`CalibrationRecord` holds what the protocol (:mod:`experiments.calibrate`) decided, rung
-by rung (:class:`RungRecord`, each with its :class:`~experiments.calibration_counts.RungCounts`);
+:class:`CalibrationRecord` holds what the protocol
+(:mod:`experiments.protocols.calibration.calibrate`) decided, rung
+by rung (:class:`RungRecord`, each with its
+:class:`~experiments.protocols.calibration.counts.RungCounts`);
 :meth:`CalibrationRecord.to_json` writes it in the very shape, key order and bytes of the record
 before it was typed (tests/test_calibration_json.py compares against files written then), and
 :meth:`CalibrationRecord.from_json` reads any committed record back to those bytes.
@@ -10,7 +12,7 @@ before it was typed (tests/test_calibration_json.py compares against files writt
 Record versions: 1, the ``unstable`` records (written byte for byte as before the endpoint
 existed); 2, a record with an ``endpoint`` key and the counts ``learned``,
 ``lost_after_learning`` and ``no_outcome`` (:func:`record_version`). Both are read by
-:func:`record_markdown`. The counts and the rule: :mod:`experiments.calibration_counts`
+:func:`record_markdown`. The counts and the rule: :mod:`experiments.protocols.calibration.counts`
 (re-exported here).
 """
 
@@ -21,7 +23,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.calibration_counts import (
+from experiments.base.errors import ConfigError
+from experiments.jobs import store
+from experiments.protocols.calibration.counts import (
     DEFAULT_ENDPOINT,
     ENDPOINTS,
     RungCounts,
@@ -33,8 +37,6 @@ from experiments.calibration_counts import (
     meets_rule,
     run_class,
 )
-from experiments.errors import ConfigError
-from experiments.jobs import store
 
 __all__ = [
     "DEFAULT_ENDPOINT",
@@ -94,7 +96,7 @@ class RungRecord:
       meets_rule: whether the rung met the rule (every run finished and enough events).
       jobs: its runs' job names, one per seed.
       stopped_early: the seeds run could already rule it out, so the others never ran
-        (:func:`~experiments.calibration_counts.cannot_meet`).
+        (:func:`~experiments.protocols.calibration.counts.cannot_meet`).
       unrecorded: count keys a record written before they were counted does not hold (left out
         again when written back; read as ``None``).
     """
@@ -332,7 +334,7 @@ _LOST_NOTE = (
     "Lost after learning: outcome `lost` (reached the threshold, final-window mean below it) "
     "or `diverged_after_learning`; learned: reached the threshold before diverging (held, "
     "lost or diverged after); no outcome: finished runs without a class (no final window), "
-    "counted in neither (experiments/outcome.py). Median grad norm: the median over the "
+    "counted in neither (experiments/verdicts/outcome.py). Median grad norm: the median over the "
     "rung's runs of each run's median global gradient norm (Study 1's rule); not diverged: "
     "the same over the runs that did not diverge (amendment (e))."
 )

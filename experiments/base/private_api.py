@@ -3,7 +3,7 @@
 gradlab calls three private APIs, each for speed only (docs/performance_private.md):
 
 * TensorFlow's ``ConcreteFunction._call_flat`` (:mod:`experiments.muzero.runtime.compiled_call`);
-* Hydra's ``ConfigLoaderImpl._apply_overrides_to_config`` (:mod:`experiments.plan`);
+* Hydra's ``ConfigLoaderImpl._apply_overrides_to_config`` (:mod:`experiments.launch.plan`);
 * Hydra's internal ``BasicSweeper``, subclassed (``hydra_plugins/gradlab_sweeper``).
 
 Each appears in exactly one function. That function tries the private path. If the library no longer

@@ -1,12 +1,14 @@
 """``gradlab calibrate``: the calibration protocol of ``docs/stress_calibration.md`` as a command.
 
 The baseline alone (``variant=none``) runs on calibration seeds, rung by rung up a ladder of
-settings (:mod:`experiments.ladder`), each rung one sweep through the project's sweep machinery
+settings (:mod:`experiments.protocols.calibration.ladder`), each rung one sweep through the
+project's sweep machinery
 (the caller hands it in as ``run_sweep``: ``gradlab sweep``'s own function), until the first rung
 whose runs are unstable in at least ``rule`` of the seeds (or, with ``endpoint``
 ``lost_after_learning``, lost what they learned: outcome ``lost`` or ``diverged_after_learning``,
-:mod:`experiments.outcome`). The record of every rung's counts
-(:mod:`experiments.calibration_record`) is written after each rung; the chosen rung becomes a
+:mod:`experiments.verdicts.outcome`). The record of every rung's counts
+(:mod:`experiments.protocols.calibration.record`) is written after each rung; the chosen rung
+becomes a
 regime preset, ``conf/regime/calibrated/TASK.yaml`` (``regime=calibrated/TASK`` in any sweep),
 with a copy beside the record. On a base regime other than ``tuned``, ``TASK`` reads
 ``TASK_BASE`` here and below (``catch_pseudocode``), and on a ladder other than ``default``
@@ -21,8 +23,10 @@ sweep folder, ablation ``calibration``; each rung's runs differ by their overrid
 finished runs, so a calibration resumes as a sweep does.
 
 Everything is checked before anything runs or is written (:func:`prepare`, in
-:mod:`experiments.calibration_plan`, re-exported here); this module runs the protocol and writes
-the typed record (:class:`~experiments.calibration_record.CalibrationRecord`) and the preset.
+:mod:`experiments.protocols.calibration.plan`, re-exported here); this module runs the protocol and
+writes
+the typed record (:class:`~experiments.protocols.calibration.record.CalibrationRecord`) and the
+preset.
 """
 
 from __future__ import annotations
@@ -33,7 +37,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from experiments.calibration_counts import (
+from experiments.jobs import store
+from experiments.protocols.calibration.counts import (
     DEFAULT_ENDPOINT,
     RungCounts,
     cannot_meet,
@@ -41,20 +46,19 @@ from experiments.calibration_counts import (
     decide_after,
     meets_rule,
 )
-from experiments.calibration_plan import (
+from experiments.protocols.calibration.plan import (
     ABLATION,
     DEFAULT_SEEDS,
     Calibration,
     check_endpoint_task,
     prepare,
 )
-from experiments.calibration_record import (
+from experiments.protocols.calibration.record import (
     CalibrationRecord,
     RungRecord,
     preset_text,
     write_record,
 )
-from experiments.jobs import store
 from experiments.tasks.registry import task_facts
 
 __all__ = [
@@ -179,7 +183,7 @@ def run_calibration(
         runs are skipped by it, which is how a calibration resumes.
       echo: where progress lines go.
       batch: runs at once (``gradlab sweep --jobs``). Given, a rung first runs the seeds that
-        can rule it out (:func:`~experiments.calibration_record.decide_after`, in whole
+        can rule it out (:func:`~experiments.protocols.calibration.record.decide_after`, in whole
         batches) and stops there when even the rest all unstable could not meet the rule
         (``cannot_meet``): the decision is the one all seeds would give, the record says which
         seeds ran. A rung that may meet the rule, and so the chosen one, always runs every

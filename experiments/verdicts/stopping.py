@@ -1,7 +1,8 @@
 """Why a run stops early: divergence and budgets, each defined once.
 
 The runner stops a job with :class:`DivergenceCheck` (one row at a time, as the rows arrive); the
-stability summary (:mod:`experiments.metrics`) decides ``diverged`` with :func:`first_divergence`
+stability summary (:mod:`experiments.verdicts.stability`) decides ``diverged`` with
+:func:`first_divergence`
 over the stored rows, which runs the very same check. So a run stopped as ``diverged`` always has
 ``diverged: 1`` and the same ``diverged_step`` in its summary, and a run that was not stopped
 never does. Pure Python: no TensorFlow, no NumPy.
@@ -21,7 +22,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 
 __all__ = ["Budget", "DivergenceCheck", "DivergenceRule", "first_divergence"]
 

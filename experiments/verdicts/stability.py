@@ -11,7 +11,8 @@ evaluation ran, or the loss at the end was not finite), so the dict is valid str
 The stability verdicts (fixed before any experiment was run, independently of its results):
 
 * ``diverged`` (0/1), ``diverged_step``: the first diverging step by
-  :func:`experiments.stopping.first_divergence` (the rule the runner stops a run with: non-finite
+  :func:`experiments.verdicts.stopping.first_divergence` (the rule the runner stops a run with:
+  non-finite
   losses or gradients, or ``loss/total`` above ``factor`` x its early mean); ``None`` if none.
 * **final window**: the evaluations (rows with a finite ``eval/return``) whose step is
   > :data:`FINAL_WINDOW_START` (0.9) x ``training_steps`` (the run's planned number of steps; the
@@ -60,8 +61,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from experiments.errors import ConfigError
-from experiments.stopping import DivergenceRule, first_divergence
+from experiments.base.errors import ConfigError
+from experiments.verdicts.stopping import DivergenceRule, first_divergence
 
 __all__ = [
     "COLLAPSE_FRACTION",

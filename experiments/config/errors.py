@@ -1,4 +1,5 @@
-"""Hydra's and OmegaConf's errors as gradlab's one-line :class:`~experiments.errors.ConfigError`.
+"""Hydra's and OmegaConf's errors as gradlab's one-line
+:class:`~experiments.base.errors.ConfigError`.
 
 One wording for one mistake, wherever it is made (a command-line override, a YAML file of a
 ``--config-dir`` copy, an ablation preset):
@@ -20,7 +21,7 @@ import dataclasses
 import re
 from collections.abc import Iterator
 
-from experiments.errors import ConfigError, unknown_choice
+from experiments.base.errors import ConfigError, unknown_choice
 
 __all__ = ["RENAMED", "composition_error", "omegaconf_error"]
 

@@ -4,10 +4,11 @@ A folder holding ``preregistration.json`` is a study's: its primary contrast (th
 against the baseline on the primary endpoint) is confirmatory, tested alone (m = 1) with the
 declared test and alpha; everything else in the table is exploratory. A table asked for with
 another analysis, test, alpha or baseline is a sensitivity analysis: it declares nothing
-confirmatory. Neither does a folder whose audit (:mod:`experiments.study.audit`) finds a breach:
+confirmatory. Neither does a folder whose audit (:mod:`experiments.protocols.study.audit`) finds a
+breach:
 its note says which checks failed.
 
-Endpoint versions: a record holds ``endpoints`` (:data:`~experiments.study.record.
+Endpoint versions: a record holds ``endpoints`` (:data:`~experiments.protocols.study.record.
 ENDPOINTS_VERSION`); one without it was registered under version 1, where ``failed`` meant what
 is now ``failed_v1`` (unstable, or never reached the threshold). Its declared endpoint is then
 ``failed_v1``, and :attr:`Declared.registered_as` keeps the word the record used.
@@ -20,8 +21,8 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from experiments.errors import ConfigError
-from experiments.study.record import ENDPOINTS_VERSION, RECORD
+from experiments.base.errors import ConfigError
+from experiments.protocols.study.record import ENDPOINTS_VERSION, RECORD
 
 __all__ = [
     "Declared",
@@ -162,7 +163,7 @@ def audit_note(folder: str | Path) -> str | None:
     conf/) fails, in one sentence naming the failed checks; None when it passes or the folder
     is no study's. A table's caption carries it."""
     from experiments.jobs.identity import package_root
-    from experiments.study.audit import audit
+    from experiments.protocols.study.audit import audit
 
     if not (Path(folder) / RECORD).is_file():
         return None

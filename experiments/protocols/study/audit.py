@@ -35,11 +35,17 @@ from pathlib import Path
 
 import yaml
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.jobs import store
 from experiments.jobs.identity import config_fingerprint, file_sha256, flat_config, parse_utc
 from experiments.jobs.summary import Summary
-from experiments.study.record import RECORD, _arm_settings, _design, check_pinned, check_stored
+from experiments.protocols.study.record import (
+    RECORD,
+    _arm_settings,
+    _design,
+    check_pinned,
+    check_stored,
+)
 
 __all__ = ["ANALYSED", "Audit", "Check", "Flow", "audit"]
 
@@ -128,7 +134,7 @@ def _read_record(folder: Path) -> tuple[dict, bytes]:
 
 def _study_of(record: dict):
     """The design as its stored study file parses today (a temporary conf folder)."""
-    from experiments.study.design import load_study
+    from experiments.protocols.study.design import load_study
 
     name = record["design"]["name"]
     text = record.get("files", {}).get(f"study/{name}.yaml")
@@ -408,7 +414,7 @@ def audit(folder: str | Path, *, config_dir: str | Path) -> Audit:
 
 
 def _study_from_design(design: dict):
-    from experiments.study.design import Arm, Planning, Study
+    from experiments.protocols.study.design import Arm, Planning, Study
 
     try:
         start, stop = design["seeds"]

@@ -1,5 +1,6 @@
 """A calibration checked and planned, before anything runs: :func:`prepare` and the
-:class:`Calibration` it returns (the protocol that runs it: :mod:`experiments.calibrate`).
+:class:`Calibration` it returns (the protocol that runs it:
+:mod:`experiments.protocols.calibration.calibrate`).
 
 Everything is checked before anything runs or is written: the task (a registered one), the
 ladder, the base regime, the seeds (never a study's), the rule, the endpoint, and every rung's
@@ -16,13 +17,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments import plan as planning
-from experiments.calibration_counts import DEFAULT_ENDPOINT, check_endpoint, check_rule
-from experiments.errors import ConfigError, unknown_choice
+from experiments.base.errors import ConfigError, unknown_choice
 from experiments.jobs import store
 from experiments.jobs.job import MUZERO, Job
-from experiments.ladder import Ladder, base_values, load_ladder, rung_settings, times_keys
-from experiments.seeds import check_disjoint, parse_seeds, preset_seeds
+from experiments.launch import plan as planning
+from experiments.protocols.calibration.counts import DEFAULT_ENDPOINT, check_endpoint, check_rule
+from experiments.protocols.calibration.ladder import (
+    Ladder,
+    base_values,
+    load_ladder,
+    rung_settings,
+    times_keys,
+)
+from experiments.protocols.seeds import check_disjoint, parse_seeds, preset_seeds
 from experiments.tasks.registry import TaskFacts, task_facts
 
 __all__ = [
@@ -60,7 +67,7 @@ class Calibration:
       jobs: each rung's planned jobs.
       base_settings: the base regime's own settings (its YAML), which a chosen preset repeats.
       endpoint: what the rule counts: ``unstable`` (diverged or collapsed) or
-        ``lost_after_learning`` (:data:`~experiments.calibration_record.ENDPOINTS`).
+        ``lost_after_learning`` (:data:`~experiments.protocols.calibration.record.ENDPOINTS`).
     """
 
     task: str
@@ -123,7 +130,7 @@ class Calibration:
         ]  # fmt: skip
         if self.endpoint != DEFAULT_ENDPOINT:  # unstable's command reads as before
             words += ["--endpoint", self.endpoint]
-        from experiments.hydra_app import CONF_DIR
+        from experiments.launch.hydra_app import CONF_DIR
 
         if self.config_dir != Path(CONF_DIR).resolve():
             words += ["--config-dir", str(self.config_dir)]
@@ -167,7 +174,8 @@ def _split(overrides: Sequence[str]) -> tuple[dict[str, str], list[str], Path]:
 
 
 def check_endpoint_task(endpoint: str, facts: TaskFacts) -> str:
-    """``endpoint`` (:data:`~experiments.calibration_record.ENDPOINTS`), refused in one line for
+    """``endpoint`` (:data:`~experiments.protocols.calibration.record.ENDPOINTS`), refused in one
+    line for
     ``lost_after_learning`` on a task without a competence threshold (nothing is learned or
     lost without one)."""
     check_endpoint(endpoint)

@@ -31,10 +31,10 @@ from pathlib import Path
 
 import yaml
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.jobs.identity import code_identity, dirty_paths, file_sha256, flat_config
-from experiments.study.design import Arm, Study
-from experiments.study.power import equivalence_power, fisher_power
+from experiments.protocols.study.design import Arm, Study
+from experiments.protocols.study.power import equivalence_power, fisher_power
 
 __all__ = [
     "ENDPOINTS_VERSION",
@@ -51,7 +51,7 @@ __all__ = [
 RECORD = "preregistration.json"
 ENDPOINTS_VERSION = 2
 """The endpoints' definitions a record is registered with: 2 is ``failed`` = not held
-(:mod:`experiments.outcome`); a record without the key was registered with version 1, whose
+(:mod:`experiments.verdicts.outcome`); a record without the key was registered with version 1, whose
 ``failed`` is today's ``failed_v1`` (unstable, or never reached the threshold)."""
 
 
@@ -79,7 +79,7 @@ def arm_configs(study: Study, config_dir: Path) -> dict[str, dict[str, object]]:
     """Each arm's resolved run config (first seed; seed and runtime left out), flat keys."""
     from experiments.config import register_schema, to_run_config
     from experiments.jobs.job import MUZERO
-    from experiments.plan import compose
+    from experiments.launch.plan import compose
 
     register_schema(MUZERO.muzero_schema)
     out = {}
@@ -397,7 +397,7 @@ def check_folder(
     its arms' settings and its pinned files must still be those registered, and every job
     (``jobs``: each one's overrides) must be one of the design's. Nothing for any other
     folder."""
-    from experiments.study.design import load_study
+    from experiments.protocols.study.design import load_study
 
     path = Path(folder) / RECORD
     if not path.is_file():

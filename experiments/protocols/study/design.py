@@ -4,7 +4,7 @@ A :class:`Study` names the task, the regime, the seeds (a range disjoint from it
 seeds), the arms (a variant each, with its own overrides), the one primary contrast (an arm
 against the baseline on one endpoint, with its test and alpha) and what is exploratory. It is read
 with :func:`load_study`, which checks every field and raises a one-line
-:class:`~experiments.errors.ConfigError` naming a bad value and the valid choices.
+:class:`~experiments.base.errors.ConfigError` naming a bad value and the valid choices.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from experiments.errors import ConfigError, unknown_choice
+from experiments.base.errors import ConfigError, unknown_choice
 
 __all__ = [
     "ENDPOINTS",

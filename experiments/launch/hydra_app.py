@@ -5,7 +5,8 @@ the task function for the given :class:`~experiments.jobs.job.Job` and hands Hyd
 it expects. The module can also be run directly, which is how a cluster job can be started by
 hand::
 
-    python -m experiments.hydra_app --multirun ablation=hidden_scale hydra/launcher=submitit_slurm
+    python -m experiments.launch.hydra_app --multirun ablation=hidden_scale
+    hydra/launcher=submitit_slurm
 
 Each job's folder is Hydra's output directory for it, named by two resolvers registered here
 (``gradlab_ablation``, ``gradlab_job``) from :func:`experiments.jobs.store.job_name`, so Hydra and
@@ -160,7 +161,7 @@ def launch(
 
 
 def main() -> None:
-    """``python -m experiments.hydra_app [--multirun] OVERRIDES...`` (the MuZero job).
+    """``python -m experiments.launch.hydra_app [--multirun] OVERRIDES...`` (the MuZero job).
 
     A signal stops it as it stops ``gradlab sweep`` (:class:`experiments.jobs.lifetime.Sweep`): the
     jobs at their next step, then the exit status ``128 + signal``."""

@@ -3,7 +3,8 @@
 A seed list is ``A-B`` (both ends included), ``A,B,C``, ``range(A,B)`` (Python's: ``B``
 excluded) or a YAML list of integers. A study's seeds are those given on the command line
 (``--study-seeds``) and those its presets declare: every study's ``seeds``
-(``conf/study/*.yaml``, read by :func:`experiments.study.design.load_study`) and every ablation
+(``conf/study/*.yaml``, read by :func:`experiments.protocols.study.design.load_study`) and every
+ablation
 preset's ``hydra.sweeper.params.seed`` (an ablation is a study's sweep).
 """
 
@@ -14,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 
 __all__ = ["check_disjoint", "parse_seeds", "preset_seeds"]
 
@@ -82,7 +83,7 @@ def preset_seeds(config_dir: str | Path, *, skip: Iterable[str] = ()) -> dict[st
     """
     from omegaconf import OmegaConf
 
-    from experiments.study.design import load_study, study_names
+    from experiments.protocols.study.design import load_study, study_names
 
     out = {f"study/{n}": tuple(load_study(n, config_dir).seeds) for n in study_names(config_dir)}
     skipped = set(skip)

@@ -8,7 +8,7 @@ reward scale). The classes, one per run, mutually exclusive (issue 37; docs/stat
   after the diverging step does not count: the run had stopped). Then:
 
   * ``held``: it did not diverge and its final-window mean return (the evaluations after 0.9 of
-    the planned steps, :mod:`experiments.metrics`) is still >= ``T``;
+    the planned steps, :mod:`experiments.verdicts.stability`) is still >= ``T``;
   * ``lost``: it did not diverge and its final-window mean fell back below ``T``. Measured from
     the learned peak (the crossing), never from the first evaluation: a run whose first
     evaluation is its best has nothing to lose unless that evaluation reached ``T``;
@@ -29,7 +29,8 @@ A run of a task without a threshold, or one without the figures a class needs (n
 for a learned run that did not diverge: e.g. a run stopped early), has no outcome (``None``):
 every endpoint is undefined for it, never guessed.
 
-The figures come from the run's stability summary (:func:`experiments.metrics.stability_summary`):
+The figures come from the run's stability summary
+(:func:`experiments.verdicts.stability.stability_summary`):
 ``reached_threshold``, ``steps_to_threshold``, ``diverged``, ``diverged_step``, ``final_return``.
 Pure Python: no NumPy, no TensorFlow.
 """
@@ -39,7 +40,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from experiments.errors import ConfigError, unknown_choice
+from experiments.base.errors import ConfigError, unknown_choice
 
 __all__ = [
     "CLASSES",

@@ -4,11 +4,11 @@
 unknown key or a value of the wrong type is found while Hydra composes, and
 :func:`to_run_config` turns the composed config into a :class:`RunConfig` with
 ``OmegaConf.to_object`` (each class's ``__post_init__`` then checks ranges and names). That is the
-one conversion path; :mod:`experiments.config_errors` gives every error its one-line wording.
+one conversion path; :mod:`experiments.config.errors` gives every error its one-line wording.
 
 The ``muzero`` section is typed by the job's own schema (``muzero/schema`` in the ConfigStore,
 named in ``conf/muzero/*.yaml``'s defaults list), and each ``variant=<name>`` option is a config
-node of its class declared in :mod:`experiments.variant_config` (:func:`variant_schema`; checked
+node of its class declared in :mod:`experiments.config.variants` (:func:`variant_schema`; checked
 against its registry entry at import), so adding a variant needs no YAML.
 """
 
@@ -19,11 +19,11 @@ from typing import Any
 
 from omegaconf import MISSING
 
-from experiments.errors import ConfigError, unknown_choice
+from experiments.base.errors import ConfigError, unknown_choice
+from experiments.config.variants import VARIANT_CONFIGS, VariantConfig
 from experiments.gradients import VARIANTS
-from experiments.stopping import Budget, DivergenceRule
 from experiments.tasks import TaskConfig
-from experiments.variant_config import VARIANT_CONFIGS, VariantConfig
+from experiments.verdicts.stopping import Budget, DivergenceRule
 
 __all__ = [
     "LOGGER_MODES",
@@ -45,19 +45,19 @@ LOGGER_MODES = ("offline", "online", "none")
 
 MAX_SEED = 2**32 - 1
 """The largest seed a job accepts: the job seeds NumPy's global generator
-(``keras.utils.set_random_seed`` in :func:`experiments.process.seed_everything`), and
+(``keras.utils.set_random_seed`` in :func:`experiments.base.process.seed_everything`), and
 ``np.random.seed`` takes 0 to 2**32 - 1 only (TensorFlow's ``set_seed`` and
 ``np.random.default_rng`` take more); a larger seed would pass the plan and fail at job start."""
 
 BudgetConfig = Budget
-"""The ``budget`` section: :class:`experiments.stopping.Budget`."""
+"""The ``budget`` section: :class:`experiments.verdicts.stopping.Budget`."""
 
 DivergenceConfig = DivergenceRule
-"""The ``divergence`` section: :class:`experiments.stopping.DivergenceRule`."""
+"""The ``divergence`` section: :class:`experiments.verdicts.stopping.DivergenceRule`."""
 
 
 def variant_schema(name: str) -> type[VariantConfig]:
-    """The config node class of ``variant=<name>`` (declared in :mod:`experiments.variant_config`,
+    """The config node class of ``variant=<name>`` (declared in :mod:`experiments.config.variants`,
     checked against its registry entry)."""
     VARIANTS.lookup(name)
     return VARIANT_CONFIGS[name]
@@ -239,7 +239,7 @@ def to_run_config(cfg: Any) -> RunConfig:
     from omegaconf import DictConfig, OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    from experiments.config_errors import omegaconf_error
+    from experiments.config.errors import omegaconf_error
 
     if not isinstance(cfg, DictConfig) or OmegaConf.get_type(cfg) is not RunConfig:
         raise ConfigError(

@@ -159,7 +159,7 @@ def check_declared() -> None:
         raise RuntimeError(
             "variant config classes and the variant registry differ: registered without a "
             f"class {sorted(set(VARIANTS) - set(VARIANT_CONFIGS))}, a class without an entry "
-            f"{sorted(set(VARIANT_CONFIGS) - set(VARIANTS))} (experiments/variant_config.py)"
+            f"{sorted(set(VARIANT_CONFIGS) - set(VARIANTS))} (experiments/config/variants.py)"
         )
     for name, cls in VARIANT_CONFIGS.items():
         fields = [f for f in dataclasses.fields(cls) if f.name not in ("name", "placement")]
@@ -168,7 +168,7 @@ def check_declared() -> None:
         if have != want:
             raise RuntimeError(
                 f"variant {name!r}: {cls.__name__}'s fields {have} are not its registry "
-                f"parameters {want} (experiments/variant_config.py)"
+                f"parameters {want} (experiments/config/variants.py)"
             )
 
 

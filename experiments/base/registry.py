@@ -3,7 +3,7 @@
 Variants, placements, loss scales and normalisations are each one :class:`Registry` of small
 frozen entries. A registry is importable without TensorFlow (entries that need it import it
 inside their builder), so ``gradlab list``, planning and validation stay fast; an unknown name is
-one :class:`~experiments.errors.ConfigError` naming the value and every choice.
+one :class:`~experiments.base.errors.ConfigError` naming the value and every choice.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Generic, Protocol, TypeVar
 
-from experiments.errors import unknown_choice
+from experiments.base.errors import unknown_choice
 
 __all__ = ["Named", "Registry"]
 

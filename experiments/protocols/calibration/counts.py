@@ -1,14 +1,17 @@
-"""A calibration rung's counts and its rule: what :mod:`experiments.calibrate` decides with.
+"""A calibration rung's counts and its rule: what
+:mod:`experiments.protocols.calibration.calibrate` decides with.
 
 The verdicts are the runs' own (``summary.json``'s ``stability``, defined in
-:mod:`experiments.metrics` before any calibration): *unstable* = diverged or collapsed; *never
+:mod:`experiments.verdicts.stability` before any calibration): *unstable* = diverged or collapsed;
+*never
 learned* = never reached the task's threshold (``None`` for a task without one). Each run's outcome
-class (:func:`experiments.outcome.run_outcome`) gives *learned* and *lost after learning* (reached
+class (:func:`experiments.verdicts.outcome.run_outcome`) gives *learned* and *lost after learning*
+(reached
 the threshold, then fell back below it by the end or diverged).
 
 The rule counts one endpoint (:data:`ENDPOINTS`): ``unstable`` (the default, the only one before
 2026-11-27) or ``lost_after_learning`` (issue 38's Study 5). The record these counts go into:
-:mod:`experiments.calibration_record`.
+:mod:`experiments.protocols.calibration.record`.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
-from experiments.errors import ConfigError
+from experiments.base.errors import ConfigError
 from experiments.jobs import store
 from experiments.jobs.summary import Summary
 
@@ -106,7 +109,7 @@ def check_endpoint(endpoint: str) -> str:
 
 
 def run_class(summary: Summary) -> str | None:
-    """A finished run's outcome class (:func:`experiments.outcome.run_outcome`), or None.
+    """A finished run's outcome class (:func:`experiments.verdicts.outcome.run_outcome`), or None.
 
     The threshold is the one the summary recorded, else the task registry's times the run's
     reward scale (:func:`experiments.report.endpoints.declared_threshold`). The stability
@@ -114,8 +117,8 @@ def run_class(summary: Summary) -> str | None:
     threshold: a run that recorded none has them re-measured from its evaluations by the
     calibration before it is counted; ``reached_threshold`` None (not measured) gives None.
     """
-    from experiments.outcome import run_outcome
     from experiments.report.endpoints import declared_threshold
+    from experiments.verdicts.outcome import run_outcome
 
     v = summary.stability
     if v.get("reached_threshold") is None:
@@ -152,7 +155,7 @@ def count_rung(
     collapsed = sum(1 for v in stability if v.get("diverged") != 1 and v.get("collapsed") == 1)
     undetermined = sum(1 for v in stability if v.get("diverged") != 1 and v.get("unstable") is None)
     never = sum(1 for v in stability if v.get("reached_threshold") != 1)
-    from experiments.outcome import ENDPOINT_CLASSES
+    from experiments.verdicts.outcome import ENDPOINT_CLASSES
 
     outcomes = has_threshold and check_endpoint(endpoint) != DEFAULT_ENDPOINT
     classes = [run_class(s) for s in done] if outcomes else []

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from experiments.errors import ConfigError, unknown_choice
+from experiments.base.errors import ConfigError, unknown_choice
 
 if TYPE_CHECKING:
     from experiments.jobs.job import Job
@@ -240,7 +240,7 @@ def base_values(
     from omegaconf import OmegaConf
 
     from experiments.config import register_schema
-    from experiments.plan import compose
+    from experiments.launch.plan import compose
 
     if not keys:
         return {}

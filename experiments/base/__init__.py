@@ -1,0 +1,2 @@
+"""The floor every other package stands on: one-line errors, the name registry, process-wide
+settings, the private-API fallback warning."""
