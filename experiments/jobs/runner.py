@@ -1,29 +1,30 @@
 """One job's run, in the job's own process: the row loop, nothing else.
 
-:func:`run_job` trains, writes each row to ``metrics.jsonl``, asks the stop rules of
-:mod:`experiments.verdicts.stopping` after each one, and writes the job's
-:class:`~experiments.jobs.summary.
-Summary`. It never raises for a problem inside the job: a diverged run is a result (status
-``diverged``), a budget ends it cleanly (``timeout``), an exception is recorded (``failed`` with
-``error.txt``), a stop (the sweep's, or a signal to the job's process:
-:mod:`experiments.jobs.lifetime`) ends it at the next step (``interrupted``, its rows kept).
-Skipping, locking and the job's process are :mod:`experiments.jobs.isolation`'s; files are the
-store's.
+:func:`run_job` trains, writes each row to ``metrics.jsonl`` and asks the stop rules of
+:mod:`experiments.verdicts.stopping` after each one; the job's start (folder, first summary,
+tracker) is :mod:`experiments.jobs.start`'s, its end (the final :class:`~experiments.jobs.summary.
+Summary`, curves, W&B closed) :mod:`experiments.jobs.finish`'s. It never raises for a problem
+inside the job: a diverged run is a result (status ``diverged``), a budget ends it cleanly
+(``timeout``), an exception is recorded (``failed`` with ``error.txt``), a stop (the sweep's, or
+a signal to the job's process: :mod:`experiments.jobs.lifetime`) ends it at the next step
+(``interrupted``, its rows kept). Skipping, locking and the job's process are
+:mod:`experiments.jobs.isolation`'s; files are the store's.
 """
 
 from __future__ import annotations
 
-import sys
 import time
 import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from experiments.base.process import seed_everything
 from experiments.config import RunConfig
 from experiments.jobs import store
-from experiments.jobs.identity import utc_now
+from experiments.jobs.finish import Ending, finish_job
 from experiments.jobs.job import TrainFn
+from experiments.jobs.start import start_job
 from experiments.jobs.summary import Summary, error_line
 from experiments.verdicts.stopping import DivergenceCheck
 
@@ -50,25 +51,6 @@ class _NoProgress:
         pass
 
 
-def _stability(rows: list[dict], cfg: RunConfig, summary: Summary) -> dict:
-    from experiments.verdicts.stability import stability_summary
-
-    try:
-        return dict(
-            stability_summary(
-                rows,
-                threshold=summary.threshold,
-                wall_time_s=summary.wall_time_s,
-                divergence=cfg.divergence,
-                training_steps=summary.training_steps,
-                return_range=summary.return_range,
-            )
-        )
-    except Exception as err:  # noqa: BLE001 - a summary figure must not fail the job
-        print(f"warning: stability summary failed: {err}", file=sys.stderr)
-        return {}
-
-
 def run_job(
     cfg: RunConfig,
     job_dir: str | Path,
@@ -91,13 +73,10 @@ def run_job(
     Args:
       cfg: the validated config.
       job_dir: the job's folder (created).
-      job: the job's name.
-      overrides: the job's overrides (key -> value), recorded in the summary.
-      choices: Hydra's config-group choices (``task``, ``regime``, ...), recorded.
-      resolved: the resolved config as plain dicts, saved as ``config.yaml`` and sent to W&B.
+      job, overrides, choices, resolved, ablation, tracker: as :func:`~experiments.jobs.start.
+        start_job` (the name, overrides, Hydra's choices and resolved config recorded; a
+        tracker, or None for one from ``cfg.logger``).
       train_fn: the training generator.
-      ablation: the sweep's ablation, or None for a single run.
-      tracker: a :class:`~experiments.jobs.tracking.Tracker`; default one from ``cfg.logger``.
       progress: where to report each row; default none.
       clock: seconds, for the wall-time budget.
       cache: what the job's process keeps between jobs (:attr:`Job.cache`), passed to
@@ -111,29 +90,18 @@ def run_job(
       The summary.
     """
     job_dir = Path(job_dir)
-    job_dir.mkdir(parents=True, exist_ok=True)
-    store.discard_attempt(job_dir)
-    store.write_config(job_dir, resolved)
-    overrides = {k: v for k, v in overrides.items() if not store.is_bookkeeping(k)}
-    summary = Summary.start(
-        cfg, job=job, overrides=overrides, choices=choices, ablation=ablation, folder=job_dir.parent
-    )
-    store.write_summary(job_dir, summary)
-    if tracker is None:
-        tracker = _tracker(cfg, job_dir, job=job, ablation=ablation, resolved=resolved)
+    started = start_job(
+        cfg, job_dir, job=job, overrides=overrides, choices=choices, resolved=resolved,
+        ablation=ablation, tracker=tracker,
+    )  # fmt: skip
     progress = progress or _NoProgress()
     t0 = clock()
-    status, steps, diverged_step, error = "completed", 0, None, None
-    rows = None
+    status, steps, diverged_step, error, rows = "completed", 0, None, None, None
     try:
-        from experiments.base.process import seed_everything
-
         seed_everything(cfg.seed, deterministic=cfg.runtime.deterministic)
         variant, placement = cfg.variant.build()
         check = DivergenceCheck(cfg.divergence)
-        kept: dict[str, Any] = {} if cache is None else {"cache": cache}
-        if overlap is not None:
-            kept["overlap"] = overlap
+        kept = {k: v for k, v in (("cache", cache), ("overlap", overlap)) if v is not None}
         rows = iter(train_fn(cfg.muzero, cfg.task, variant, placement, seed=cfg.seed, **kept))
         with store.MetricsWriter(job_dir / "metrics.jsonl") as writer:
             while True:
@@ -155,7 +123,7 @@ def run_job(
                 row.setdefault("time/elapsed_s", clock() - t0)
                 writer.append(row)
                 steps += 1  # a row that could not be written (a full disk) is not a step
-                tracker.log(row, step=int(row["step"]))
+                started.tracker.log(row, step=int(row["step"]))
                 progress.update(row)
                 if check.diverged(row):
                     status, diverged_step = "diverged", int(row["step"])
@@ -165,62 +133,18 @@ def run_job(
         store.write_text_atomic(job_dir / "error.txt", traceback.format_exc())
     finally:
         progress.close()
-        if rows is not None and hasattr(rows, "close"):
-            try:
-                rows.close()
-            except Exception:  # noqa: BLE001
-                pass
-    summary = summary.replace(
-        status=status,
-        steps=steps,
-        diverged_step=diverged_step,
-        wall_time_s=clock() - t0,
-        ended_at=utc_now(),
-        error=error,
-        warnings=_warnings(tracker),
-    )
-    written = store.read_metrics(job_dir / "metrics.jsonl")
-    summary = summary.replace(stability=_stability(written, cfg, summary))
-    _write_curves(job_dir)  # before the final summary: a kill here leaves the job to re-run
-    store.write_summary(job_dir, summary)
-    tracker.finish(summary.to_json())
-    if _warnings(tracker) != summary.warnings:  # closing the W&B run went wrong
-        summary = summary.replace(warnings=_warnings(tracker))
-        store.write_summary(job_dir, summary)
-    return summary
+        _close(rows)
+    ending = Ending(status, steps, diverged_step, error)
+    return finish_job(
+        cfg, job_dir, started.summary, ending=ending, wall_time_s=clock() - t0,
+        tracker=started.tracker,
+    )  # fmt: skip
 
 
-def _tracker(
-    cfg: RunConfig, job_dir: Path, *, job: str, ablation: str | None, resolved: Mapping[str, Any]
-) -> Any:
-    """The job's :class:`~experiments.jobs.tracking.Tracker`, from ``cfg.logger``."""
-    from experiments.jobs.tracking import make_tracker
-
-    return make_tracker(
-        job_dir,
-        mode=cfg.logger.mode,
-        project=cfg.logger.project,
-        entity=cfg.logger.entity,
-        group=ablation,
-        job_type=cfg.variant.name,
-        name=job,
-        tags=(*cfg.logger.tags, cfg.task.name, cfg.variant.name, cfg.variant.placement),
-        config=resolved,
-        every=cfg.logger.every,
-    )
-
-
-def _write_curves(job_dir: Path) -> None:
-    """The job's compact curves.csv.gz, which figures redraw from where metrics.jsonl is not kept
-    (a clone of committed findings); a figure file never fails a job."""
-    try:
-        from experiments.jobs.curves import write_curves
-
-        write_curves(job_dir)
-    except Exception as err:  # noqa: BLE001 - as _stability
-        print(f"warning: curves.csv.gz not written: {err}", file=sys.stderr)
-
-
-def _warnings(tracker: Any) -> list[str]:
-    warning = getattr(tracker, "warning", None)
-    return [f"W&B: {warning}"] if warning else []
+def _close(rows: Any) -> None:
+    """Closes the training generator (its worker threads end with it), quietly."""
+    if rows is not None and hasattr(rows, "close"):
+        try:
+            rows.close()
+        except Exception:  # noqa: BLE001
+            pass
