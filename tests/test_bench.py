@@ -204,7 +204,7 @@ def test_conv_train_step_flops_agree_with_the_traced_and_the_compiled_step():
     dense = forward_flops(nets.representation) - conv
     dense += K * forward_flops(nets.dynamics) + (K + 1) * forward_flops(nets.prediction)
     assert analytic == 3 * B * (conv + dense)
-    counted = graph_flops(learner._update_weights, tensors)
+    counted = graph_flops(learner.update_eager, tensors)
     # Every Dense layer forward, input gradient and kernel gradient (the first one's input
     # gradient feeds the conv's kernel gradient); the conv forward once.
     assert counted["MatMul"] == 3 * B * dense
@@ -287,7 +287,7 @@ def test_train_step_flops_agree_with_the_traced_train_step():
     )
     # The backward pass computes no gradient for the observations: one [B, O] x [O, width] (O = obs)
     # product fewer than forward + 2 x backward.
-    assert graph_matmul_flops(learner._update_weights, tensors) == analytic - 2 * B * obs * width
+    assert graph_matmul_flops(learner.update_eager, tensors) == analytic - 2 * B * obs * width
 
 
 def test_pseudocode_loop_has_the_learners_loss_and_gradients():

@@ -411,3 +411,19 @@ def test_step_inputs_name_the_compiled_steps_keys():
     spec = learner.batch_spec()
     for name, array in learner.batch_tensors(_batch()).items():
         assert tuple(array.shape)[1:] == tuple(spec[name].shape)[1:], name
+
+
+def test_update_eager_is_the_compiled_step_run_op_by_op():
+    """Learner.update_eager (what gradlab bench times as "eager"): the same metrics and the same
+    new weights as update_tensors on the same batch, from the same start (and the step did move
+    them)."""
+    eager, compiled = _learner(), _learner()
+    tensors = {k: tf.constant(v) for k, v in eager.batch_tensors(_batch()).items()}
+    start = _weights(eager)
+    by_eager = {k: float(v) for k, v in eager.update_eager(tensors).items()}
+    by_compiled = compiled.update_tensors(tensors)
+    assert list(by_eager) == list(by_compiled)
+    assert by_eager == pytest.approx(by_compiled, rel=1e-5, abs=1e-7)
+    for a, b in zip(_weights(eager), _weights(compiled), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+    assert any(not np.array_equal(a, s) for a, s in zip(_weights(eager), start, strict=True))

@@ -21,6 +21,7 @@ Both are timed in the same rounds (``_timing``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 import tensorflow as tf
@@ -31,13 +32,23 @@ from experiments.bench.measures import BenchSettings, Rate
 from experiments.bench.train_step import random_batch
 from experiments.config import RunConfig
 from experiments.gradients import get_placement, make_variant
-from experiments.muzero.learner import Learner
+from experiments.muzero.config import MuZeroConfig
+from experiments.muzero.learner import Learner, StepInputs
 from experiments.muzero.networks import Networks
 from experiments.muzero.selfplay import Inference, act
-from experiments.muzero.support import resolve_support_sizes
+from experiments.muzero.support import SupportSizes, resolve_support_sizes
 from experiments.tasks import make_env
 
-__all__ = ["PRESET_OVERRIDES", "RATES", "MinAtarSizes", "minatar_rates", "preset"]
+__all__ = [
+    "PRESET_OVERRIDES",
+    "RATES",
+    "MinAtarSizes",
+    "measured_sizes",
+    "minatar_rates",
+    "preset",
+    "rates_of",
+    "sized_config",
+]
 
 PRESET_OVERRIDES = ("task=breakout", "logger=none")
 """The composition the sizes come from: the MinAtar preset's breakout."""
@@ -96,11 +107,63 @@ def preset() -> RunConfig:
 def minatar_rates(settings: BenchSettings) -> tuple[dict[str, Rate], MinAtarSizes]:
     """Times the compiled train step and the compiled search at MinAtar's sizes side by side.
 
+    Steps: the preset's config sized (:func:`sized_config`), its environment, networks and
+    learner, a random batch; the train steps and the searches timed in the same rounds; the
+    sizes measured (:func:`measured_sizes`) and the rates from them (:func:`rates_of`).
+
     Returns:
       ``({name: rate} for the names of :data:`RATES`, the sizes measured)``.
     """
     s = settings
     run = preset()
+    config, supports = sized_config(run, batch_size=s.minatar_batch_size)
+    env = make_env(run.task, config.num_envs, seed=s.seed)
+    nets = Networks(
+        config.network,
+        observation_size=env.observation_size,
+        num_actions=env.num_actions,
+        seed=s.seed,
+        observation_shape=env.observation_shape,
+    )
+    learner = Learner(
+        nets, config=config, variant=make_variant("none"), placement=get_placement("pseudocode")
+    )
+    batch = random_batch(
+        np.random.default_rng(s.seed),
+        batch_size=config.batch_size,
+        unroll_steps=config.unroll_steps,
+        observation_size=env.observation_size,
+        num_actions=env.num_actions,
+    )
+    tensors = {k: tf.constant(v) for k, v in learner.batch_tensors(batch).items()}
+    inference = Inference(nets, jit_compile=config.jit_compile)
+    boards = env.reset()
+    search = functools.partial(
+        _searches, inference, boards, config=config, rng=np.random.default_rng(s.seed)
+    )
+    simulations = len(boards) * config.num_simulations
+    measured = interleaved_rates(
+        [
+            Case(
+                "train",
+                functools.partial(_train_steps, learner, tensors, calls=s.minatar_train_calls),
+                s.minatar_train_calls * config.batch_size,
+            ),
+            Case(
+                "search",
+                functools.partial(search, calls=s.minatar_search_calls),
+                s.minatar_search_calls * simulations,
+            ),
+        ],
+        repeats=s.repeats,
+    )
+    sizes = measured_sizes(run, config, supports, nets, search_batch=len(boards))
+    return rates_of(measured, sizes), sizes
+
+
+def sized_config(run: RunConfig, *, batch_size: int | None) -> tuple[MuZeroConfig, SupportSizes]:
+    """``run.muzero`` with its support sizes resolved for ``run.task`` and ``batch_size`` (None:
+    the preset's); and the supports."""
     config = run.muzero
     supports = resolve_support_sizes(run.task, config.network, discount=config.discount)
     config = dataclasses.replace(
@@ -108,73 +171,47 @@ def minatar_rates(settings: BenchSettings) -> tuple[dict[str, Rate], MinAtarSize
         network=dataclasses.replace(
             config.network, value_support_size=supports.value, reward_support_size=supports.reward
         ),
-        batch_size=s.minatar_batch_size or config.batch_size,
+        batch_size=batch_size or config.batch_size,
     )
-    env = make_env(run.task, config.num_envs, seed=s.seed)
-    obs, actions = env.observation_size, env.num_actions
-    nets = Networks(
-        config.network,
-        observation_size=obs,
-        num_actions=actions,
-        seed=s.seed,
-        observation_shape=env.observation_shape,
-    )
-    learner = Learner(
-        nets, config=config, variant=make_variant("none"), placement=get_placement("pseudocode")
-    )
+    return config, supports
+
+
+def measured_sizes(
+    run: RunConfig,
+    config: MuZeroConfig,
+    supports: SupportSizes,
+    nets: Networks,
+    *,
+    search_batch: int,
+) -> MinAtarSizes:
+    """The sizes of what was timed, the train step's analytic FLOPs included."""
     B, K = config.batch_size, config.unroll_steps
-    batch = random_batch(
-        np.random.default_rng(s.seed),
-        batch_size=B,
-        unroll_steps=K,
-        observation_size=obs,
-        num_actions=actions,
-    )
-    tensors = {k: tf.constant(v) for k, v in learner.batch_tensors(batch).items()}
-    inference = Inference(nets, jit_compile=config.jit_compile)
-    boards = env.reset()
-    rng = np.random.default_rng(s.seed)
-
-    def train() -> float:
-        loss = 0.0
-        for _ in range(s.minatar_train_calls):
-            loss = learner.update_tensors(tensors)["loss/total"]  # waits for the step
-        return loss
-
-    def search() -> object:
-        move = None
-        for _ in range(s.minatar_search_calls):  # NumPy results: each call waits for its search
-            move = act(inference, boards, config=config, temperature=1.0, noise=True, rng=rng)
-        return move
-
-    simulations = len(boards) * config.num_simulations
-    measured = interleaved_rates(
-        [
-            Case("train", train, s.minatar_train_calls * B),
-            Case("search", search, s.minatar_search_calls * simulations),
-        ],
-        repeats=s.repeats,
-    )
     step_flops = flops.train_step_flops(
         nets.representation, nets.dynamics, nets.prediction, batch_size=B, unroll_steps=K
     )
-    sizes = MinAtarSizes(
+    return MinAtarSizes(
         game=run.task.id,
-        observation_shape=tuple(env.observation_shape),
-        num_actions=actions,
+        observation_shape=tuple(nets.observation_shape),
+        num_actions=nets.num_actions,
         batch_size=B,
         unroll_steps=K,
         hidden_size=config.network.hidden_size,
         width=config.network.width,
         value_support_size=supports.value,
         reward_support_size=supports.reward,
-        search_batch=len(boards),
+        search_batch=search_batch,
         num_simulations=config.num_simulations,
         train_step_flops=step_flops,
     )
+
+
+def rates_of(measured: dict[str, list[float]], sizes: MinAtarSizes) -> dict[str, Rate]:
+    """The rates of :data:`RATES` from the rounds ``measured`` (``train``: samples/s,
+    ``search``: simulations/s) at ``sizes``."""
+    B, step_flops = sizes.batch_size, sizes.train_step_flops
     shape = "x".join(str(d) for d in sizes.observation_shape)
-    where = f"MinAtar {sizes.game} ({shape}, A={actions})"
-    net = f"H={sizes.hidden_size}, width={sizes.width}, B={B}, K={K}"
+    where = f"MinAtar {sizes.game} ({shape}, A={sizes.num_actions})"
+    net = f"H={sizes.hidden_size}, width={sizes.width}, B={B}, K={sizes.unroll_steps}"
     samples = measured["train"]
     runs: dict[str, tuple[list[float], str, str]] = {
         "minatar/train_compiled": (samples, "samples/s", f"{where}: compiled train step, {net}"),
@@ -195,8 +232,30 @@ def minatar_rates(settings: BenchSettings) -> tuple[dict[str, Rate], MinAtarSize
             f"{sizes.num_simulations} simulations, in one compiled call",
         ),
     }
-    rates = {
+    return {
         name: Rate(name, median(values), unit, tuple(values), what)
         for name, (values, unit, what) in runs.items()
     }
-    return rates, sizes
+
+
+def _train_steps(learner: Learner, tensors: StepInputs, *, calls: int) -> float:
+    """``calls`` compiled train steps; the last loss (each waits for its step)."""
+    loss = 0.0
+    for _ in range(calls):
+        loss = learner.update_tensors(tensors)["loss/total"]
+    return loss
+
+
+def _searches(
+    inference: Inference,
+    boards: np.ndarray,
+    *,
+    config: MuZeroConfig,
+    rng: np.random.Generator,
+    calls: int,
+) -> object:
+    """``calls`` self-play moves of ``boards`` (NumPy results: each call waits for its search)."""
+    move = None
+    for _ in range(calls):
+        move = act(inference, boards, config=config, temperature=1.0, noise=True, rng=rng)
+    return move

@@ -1,7 +1,7 @@
 """The K-step train step three ways: compiled (gradlab), eager TensorFlow, and the paper's loop.
 
 * compiled: ``Learner._update``, the ``tf.function(jit_compile=True)`` gradlab trains with;
-* eager: the very same Python function, ``Learner._update_weights``, called without
+* eager: the very same Python function, ``Learner.update_eager``, called without
   ``tf.function``: every op dispatched one by one from Python;
 * pseudocode loop: the paper's ``update_weights`` (Schrittwieser et al., 2020, Appendix
   "Pseudocode"), eager, which loops over the samples of the batch: per sample one unroll

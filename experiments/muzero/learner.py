@@ -246,6 +246,17 @@ class Learner:
         self.apply_gradients(grads)
         return metrics
 
+    def update_eager(self, tensors: StepInputs) -> dict[str, tf.Tensor]:
+        """One optimizer step run eagerly, op by op: the very Python step that
+        :meth:`update_tensors` compiles, for timing the compiled step against it and for
+        counting its operations (a ``tf.function`` may trace it); same shapes as
+        :meth:`batch_spec`.
+
+        Returns:
+          The metrics of :meth:`update`, as scalar tensors.
+        """
+        return self._update_weights(tensors)
+
     def apply_gradients(self, grads: list[tf.Tensor]) -> None:
         """One update from ``grads`` (one per trainable variable, in ``networks``' order): each
         optimizer on its variables (a frozen network's are left out)."""
