@@ -19,7 +19,7 @@ import math
 from pathlib import Path
 
 from experiments.jobs import store
-from experiments.report.results import load_results
+from experiments.report.runs.results import load_results
 
 
 def _first(rows: list[dict], level: float) -> tuple[int, float] | None:

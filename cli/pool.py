@@ -1,18 +1,46 @@
 """`gradlab pool`: one endpoint across tasks (or any results folders): a row per variant, a
 column group per stratum with its k/n (or mean) and within-stratum p_adj, and each variant's
-contrast with the baseline pooled over the strata (:mod:`experiments.report.across`).
+contrast with the baseline pooled over the strata (:mod:`experiments.report.pool.across`).
 TensorFlow is never imported; bad input is one line, exit 2.
 """
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from cli._errors import guarded
 from cli._output import FormatOption, KeepDuplicatesOption, OutOption, emit, output_format
 
-__all__ = ["pool"]
+if TYPE_CHECKING:
+    from experiments.report.pool.table import Registration
+
+__all__ = ["pool", "registrations"]
+
+
+def registrations(
+    folders: Sequence[str | Path], *, endpoint: str, baseline: str, alpha: float
+) -> "list[Registration]":
+    """What each folder's study declared, for the pooled table of ``endpoint`` against
+    ``variant=BASELINE`` (the independent analysis, Fisher's test, ``alpha``): its registered
+    primary when those are the registered ones (else a note), and its declaration whatever the
+    table (a ``--primary`` that differs gets a note). A folder of no study declares nothing."""
+    from experiments.protocols.study.analysis import declared_analysis, registered_contrast
+    from experiments.report.pool.table import Registration
+
+    out = []
+    for folder in folders:
+        confirmatory, registered, note = registered_contrast(
+            folder,
+            [endpoint],
+            analysis="independent",
+            rate_test="fisher",
+            alpha=alpha,
+            baseline=f"variant={baseline}",
+        )
+        out.append(Registration(confirmatory, registered, note, declared_analysis(folder)))
+    return out
 
 
 @guarded
@@ -89,8 +117,8 @@ def pool(
       gradlab pool results/findings/study_cartpole_stress results/findings/study_breakout_stress
       --primary scale_gradient --by-name -o pooled.tex
     """
-    from experiments.report.across import across_table
-    from experiments.report.across_render import render_across
+    from experiments.report.pool.across import across_table
+    from experiments.report.pool.render import render_across
 
     fmt = output_format(fmt, out)
     table = across_table(
@@ -102,6 +130,7 @@ def pool(
         by_name=by_name,
         keep_duplicates=keep_duplicates,
         margin=margin,
+        registrations=registrations(folders, endpoint=endpoint, baseline=baseline, alpha=alpha),
     )
     for note in table.notes:
         typer.echo(note, err=True)

@@ -4,6 +4,7 @@ pandas, matplotlib and scipy are imported inside the commands (``gradlab --help`
 TensorFlow is never imported. Bad input raises ConfigError: one line on stderr, exit code 2.
 """
 
+import dataclasses
 from pathlib import Path
 from typing import Annotated
 
@@ -158,11 +159,12 @@ def table(
 
       gradlab table results/hidden_scale --margin failed=0.2 --margin final_return=0.1
     """
-    from experiments.report.contrasts import ANALYSES, RATE_TESTS, check_choice
-    from experiments.report.equivalence import Margin, parse_margins
-    from experiments.report.render import render
-    from experiments.report.results import load_results
-    from experiments.report.tables import DEFAULT_METRICS, METRICS, summarize
+    from experiments.report.runs.results import load_results
+    from experiments.report.statistics.contrasts import ANALYSES, RATE_TESTS, check_choice
+    from experiments.report.statistics.equivalence import Margin, parse_margins
+    from experiments.report.table.metrics import DEFAULT_METRICS, METRICS
+    from experiments.report.table.render import render
+    from experiments.report.table.summarize import summarize
 
     fmt = output_format(fmt, out)
     check_choice("analysis", analysis, ANALYSES)
@@ -196,7 +198,7 @@ def table(
     )
     from experiments.protocols.study.analysis import audit_note
 
-    summary.attrs["audit"] = audit_note(results_dir)  # a study whose audit fails: no *, why
+    summary = dataclasses.replace(summary, audit=audit_note(results_dir))  # no *, and why
     emit(render(summary, fmt=fmt), out)
 
 
@@ -228,8 +230,8 @@ def plot(
 
       gradlab plot results/hidden_scale --out paper/figures
     """
-    from experiments.report.plots import plot_all
-    from experiments.report.results import load_results
+    from experiments.report.figures.plots import plot_all
+    from experiments.report.runs.results import load_results
 
     results = load_results(results_dir)
     if results.averaged.empty:

@@ -53,7 +53,7 @@ def _pilot(study, folder: Path) -> tuple[float, float, float | None]:
     runs in the study's regime), and the median seconds of a run there."""
     import numpy as np
 
-    from experiments.report.results import load_results
+    from experiments.report.runs.results import load_results
 
     runs = load_results(folder).runs
     if "regime" in runs:

@@ -228,7 +228,7 @@ def test_registered_at_in_the_future_is_a_breach(tmp_path):
 
 
 def test_a_copied_or_renamed_run_is_outside_the_job_set(tmp_path):
-    # "What was found" 4, as the audit sees it (counting it is report/results.py's)
+    # "What was found" 4, as the audit sees it (counting it is report/runs/results.py's)
     folder = _copy("study_breakout_stress", tmp_path)
     job = next(p for p in folder.iterdir() if p.name.endswith("variant=none__seed=3000"))
     shutil.copytree(job, folder / f"copy_of_{job.name}")

@@ -32,7 +32,7 @@ import pandas as pd
 import pytest
 
 from experiments.base.errors import ConfigError
-from experiments.report.competing import (
+from experiments.report.statistics.competing import (
     Incidence,
     aalen_johansen,
     competing_times,

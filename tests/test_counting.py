@@ -21,17 +21,25 @@ from typer.testing import CliRunner
 
 from cli.jobs import parallel_jobs
 from cli.main import app
+from cli.pool import registrations
 from experiments.base.errors import ConfigError
 from experiments.base.process import cores
 from experiments.config import MAX_SEED
 from experiments.jobs import store
 from experiments.jobs.summary import Summary
-from experiments.report.across import across_table
-from experiments.report.results import load_results
+from experiments.report.pool.across import across_table
+from experiments.report.runs.results import load_results
 
 FINDINGS = Path(__file__).resolve().parents[1] / "results" / "findings"
 NONE0 = "regime=stress__variant=none__seed=0"
 NONE1 = "regime=stress__variant=none__seed=1"
+
+
+def _across(folders, **options):
+    """:func:`across_table` given each folder's registration as ``gradlab pool`` reads it."""
+    ask = {k: options.get(k, d) for k, d in (("endpoint", "failed"), ("baseline", "none"),
+                                             ("alpha", 0.05))}  # fmt: skip
+    return across_table(folders, registrations=registrations(folders, **ask), **options)
 
 
 def _invoke(*args, **kw):
@@ -121,8 +129,8 @@ def test_a_pool_keeps_the_first_of_a_run_in_two_folders_and_lists_the_other(tmp_
     for job in one.glob("regime=tuned__*"):
         shutil.rmtree(job)  # one: the 25 stress runs; two: the same 25 and 25 tuned runs
     with pytest.raises(ConfigError, match="the same run .* is in two pooled folders"):
-        across_table([one, two], endpoint="unstable")
-    table = across_table([one, two], endpoint="unstable", keep_duplicates="first")
+        _across([one, two], endpoint="unstable")
+    table = _across([one, two], endpoint="unstable", keep_duplicates="first")
     assert [s.label for s in table.strata] == ["hidden_scale", "both_regimes"]
     assert table.excluded["both_regimes"].startswith(
         "25 duplicate run(s) left out (--keep-duplicates first): "
@@ -186,7 +194,7 @@ def test_a_pooled_folder_names_its_run_without_summary(tmp_path):
     one = _copy(tmp_path)
     two = Path(shutil.copytree(FINDINGS / "study_catch_stress", tmp_path / "study"))
     (one / NONE1 / "summary.json").unlink()
-    table = across_table([one, two], endpoint="unstable")
+    table = _across([one, two], endpoint="unstable")
     assert table.excluded["hidden_scale"] == (
         "1 without summary; 1 job folder(s) without a summary.json, counted with the excluded "
         f"runs (no figure to average): '{one / NONE1}'."

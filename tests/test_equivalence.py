@@ -1,4 +1,5 @@
-"""Equivalence (TOST) against a declared margin: experiments/report/equivalence.py, the power of an
+"""Equivalence (TOST) against a declared margin: experiments/report/statistics/equivalence.py, the
+power of an
 equivalence design (experiments/protocols/study/power.py), the table's --margin and a study's
 margin."""
 
@@ -13,7 +14,7 @@ from typer.testing import CliRunner
 
 from experiments.base.errors import ConfigError
 from experiments.protocols.study.power import equivalence_power, seeds_for_equivalence
-from experiments.report.equivalence import (
+from experiments.report.statistics.equivalence import (
     Margin,
     parse_margins,
     rate_equivalence,
@@ -257,17 +258,19 @@ def test_table_with_margin_and_without(tmp_path):
 
 
 def test_table_rows_agree_with_rate_equivalence():
-    from experiments.report.equivalence import Margin
-    from experiments.report.results import load_results
-    from experiments.report.tables import summarize
+    from experiments.report.runs.results import load_results
+    from experiments.report.statistics.equivalence import Margin
+    from experiments.report.table.summarize import summarize
 
     results = load_results("results/findings/hidden_scale")
     table = summarize(
         results, metrics=["failed"], margins={"failed": Margin(0.3, "rate", "failed")},
         n_resamples=99,
     )  # fmt: skip
-    for _, row in table[~table["is_baseline"]].iterrows():
-        base = table[(table["stratum"] == row["stratum"]) & table["is_baseline"]].iloc[0]
+    for _, row in table.rows[~table.rows["is_baseline"]].iterrows():
+        base = table.rows[
+            (table.rows["stratum"] == row["stratum"]) & table.rows["is_baseline"]
+        ].iloc[0]
         want = rate_equivalence(
             int(row["failed_k"]), int(row["failed_n"]), int(base["failed_k"]),
             int(base["failed_n"]), margin=0.3,

@@ -186,3 +186,102 @@ def test_no_import_back_up(lower, higher):
         if target == higher or target.startswith(f"{higher}.")
     )
     assert back_up == []
+
+
+LAYERS = (
+    ("experiments.base",),
+    ("experiments.gradients", "experiments.tasks"),
+    ("experiments.muzero",),
+    ("experiments.verdicts",),
+    ("experiments.config",),
+    ("experiments.jobs",),
+    ("experiments.launch",),
+    ("experiments.report",),
+    ("experiments.protocols", "experiments.bench"),
+    ("cli",),
+)
+"""The packages, low to high: a module imports only from its own layer or a lower one."""
+
+REPORT_LAYERS = (
+    ("experiments.report.runs", "experiments.report.statistics"),
+    ("experiments.report.table",),
+    ("experiments.report.pool", "experiments.report.figures"),
+)
+"""Within the report, by role: reading the runs and the statistics (arrays and counts, no folder)
+at the bottom, the table on both, the pooled table and the figures on top."""
+
+
+def _layer(module: str, layers) -> int | None:
+    for level, packages in enumerate(layers):
+        if any(module == p or module.startswith(f"{p}.") for p in packages):
+            return level
+    return None
+
+
+def _unplaced(root: Path, layers) -> list[str]:
+    """The packages (and loose modules) of ``experiments/`` that no layer names."""
+    names = [
+        f"experiments.{p.stem if p.suffix else p.name}"
+        for p in sorted((root / "experiments").iterdir())
+        if (p.is_dir() and (p / "__init__.py").is_file())
+        or (p.suffix == ".py" and p.stem != "__init__")
+    ]
+    return [n for n in names if _layer(n, layers) is None]
+
+
+def back_up(graph: dict[str, set[str]], layers) -> list[str]:
+    """Every edge from a module to a higher layer's, as ``source -> target``."""
+    found = []
+    for source, targets in graph.items():
+        low = _layer(source, layers)
+        for target in targets:
+            high = _layer(target, layers)
+            if low is not None and high is not None and high > low:
+                found.append(f"{source} -> {target}")
+    return sorted(found)
+
+
+def test_every_package_has_a_layer():
+    assert _unplaced(ROOT, LAYERS) == []
+    report = sorted(p.name for p in (ROOT / "experiments" / "report").iterdir() if p.is_dir()
+                    and (p / "__init__.py").is_file())  # fmt: skip
+    placed = [n for n in report if _layer(f"experiments.report.{n}", REPORT_LAYERS) is None]
+    assert placed == []
+
+
+def test_no_import_from_a_higher_layer():
+    graph = import_graph()
+    assert back_up(graph, LAYERS) == []
+    assert back_up(graph, REPORT_LAYERS) == []
+
+
+def test_the_layer_test_finds_an_import_back_up_and_an_unplaced_package(tmp_path):
+    """A hand-made tree: the report importing a protocol lazily is an import back up; a package
+    that no layer names is reported."""
+    _write(
+        tmp_path,
+        {
+            "experiments/__init__.py": "",
+            "experiments/base/__init__.py": "",
+            "experiments/report/__init__.py": "",
+            "experiments/report/pool/__init__.py": "",
+            "experiments/report/pool/across.py": (
+                "def f():\n    from experiments.protocols.study import analysis\n"
+            ),
+            "experiments/report/table/__init__.py": "",
+            "experiments/report/table/render.py": "from experiments.report.pool import across\n",
+            "experiments/protocols/__init__.py": "",
+            "experiments/protocols/study/__init__.py": "",
+            "experiments/protocols/study/analysis.py": "from experiments.base import x\n",
+            "experiments/stray/__init__.py": "",
+            "cli/__init__.py": "",
+        },
+    )
+    graph = import_graph(tmp_path)
+    assert back_up(graph, LAYERS) == [
+        "experiments.report.pool.across -> experiments.protocols.study.analysis"
+    ]
+    assert back_up(graph, REPORT_LAYERS) == [
+        "experiments.report.table.render -> experiments.report.pool.across"
+    ]
+    assert _unplaced(tmp_path, LAYERS) == ["experiments.stray"]

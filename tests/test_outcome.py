@@ -1,6 +1,6 @@
 """The outcome classes of a run (experiments/verdicts/outcome.py) and the endpoint columns of a
 results
-table (experiments/report/endpoints.py), on hand-built curves and on committed runs."""
+table (experiments/report/runs/endpoints.py), on hand-built curves and on committed runs."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from experiments.base.errors import ConfigError
-from experiments.report.results import load_results
+from experiments.report.runs.results import load_results
 from experiments.tasks.registry import MINATAR_THRESHOLD_MULTIPLE, task_facts
 from experiments.verdicts.outcome import CLASSES, ENDPOINT_CLASSES, endpoint_value, run_outcome
 from experiments.verdicts.stability import stability_summary

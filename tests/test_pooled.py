@@ -11,14 +11,22 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from cli.pool import registrations
 from experiments.base.errors import ConfigError
-from experiments.report.across import across_table
-from experiments.report.across_render import across_records, render_across
-from experiments.report.pooled import Stratum, exact_conditional_p, pooled_contrast
-from experiments.report.render import format_p
+from experiments.report.pool.across import across_table
+from experiments.report.pool.render import across_records, render_across
+from experiments.report.statistics.pooled_rates import Stratum, exact_conditional_p, pooled_contrast
+from experiments.report.table.render import format_p
 
 # Two strata, arm vs baseline events: 2/10 vs 6/10 and 1/8 vs 5/8.
 STRATA = {"a": Stratum(2, 10, 6, 10), "b": Stratum(1, 8, 5, 8)}
+
+
+def _across(folders, **options):
+    """:func:`across_table` given each folder's registration as ``gradlab pool`` reads it."""
+    ask = {k: options.get(k, d) for k, d in (("endpoint", "failed"), ("baseline", "none"),
+                                             ("alpha", 0.05))}  # fmt: skip
+    return across_table(folders, registrations=registrations(folders, **ask), **options)
 
 
 def test_cmh_and_mantel_haenszel_by_hand():
@@ -149,7 +157,7 @@ def _folder(root, name, counts, *, settings=None, **where):
 
 
 def _md(folders, **options):
-    text = render_across(across_table(folders, **options), fmt="md")
+    text = render_across(_across(folders, **options), fmt="md")
     table, caption = text.strip().split("\n\n")
     return table, caption
 
@@ -175,7 +183,7 @@ def _holm(ps):
 def test_table_from_summary_files(tmp_path):
     one = _folder(tmp_path, "one", {"none": (6, 10), "scale_gradient": (2, 10), "maxnorm": (5, 10)})
     two = _folder(tmp_path, "two", {"none": (5, 8), "scale_gradient": (1, 8), "maxnorm": (5, 8)})
-    across = across_table([one, two], endpoint="failed")
+    across = _across([one, two], endpoint="failed")
     # both folders are Catch: labelled by folder, one stratum each
     assert [s.label for s in across.strata] == ["one", "two"]
     assert across.cells[("one", "scale_gradient")].k == 2
@@ -214,14 +222,14 @@ def test_table_from_summary_files(tmp_path):
 
 def test_within_stratum_p_is_gradlab_tables(tmp_path):
     # the same function computes both: a folder's column equals gradlab table's on that folder
-    from experiments.report.results import load_results
-    from experiments.report.tables import summarize
+    from experiments.report.runs.results import load_results
+    from experiments.report.table.summarize import summarize
 
     one = _folder(tmp_path, "one", {"none": (6, 10), "scale_gradient": (2, 10), "sg": (0, 10)})
     two = _folder(tmp_path, "two", {"none": (5, 8), "scale_gradient": (1, 8)})
-    across = across_table([one, two])
+    across = _across([one, two])
     table = summarize(load_results(one), metrics=["failed"])
-    for _, r in table[~table["is_baseline"]].iterrows():
+    for _, r in table.rows[~table.rows["is_baseline"]].iterrows():
         cell = across.cells[("one", r["variant"])]
         assert cell.p_adjusted == r["failed_p_adjusted"] and cell.m == r["failed_m"] == 2
 
@@ -246,7 +254,7 @@ def test_strata_are_tasks_with_their_thresholds_and_settings_within_a_folder(tmp
         for variant, k in (("none", failed), ("scale_gradient", 0)):
             for seed in range(4):
                 _write(main, variant, seed, unstable=seed < k, reached=seed >= k, regime=regime)
-    across = across_table([main])
+    across = _across([main])
     assert [s.label for s in across.strata] == ["catch, stress", "catch, tuned"]
     stress = across.cells[("catch, stress", "scale_gradient")]
     assert (stress.k, stress.n) == (0, 4)
@@ -291,7 +299,7 @@ def test_declared_primary_is_tested_alone_and_marked(tmp_path):
     assert _rows(plain)[1]["**scale_gradient**"][-3] == format_p(holm, alpha=0.05)
     assert "exploratory unless a study declared" in plain_caption
     with pytest.raises(ConfigError, match="unknown primary arm 'lr_scale'"):
-        across_table([one, two], primary="lr_scale")
+        _across([one, two], primary="lr_scale")
 
 
 def _study(root, counts):
@@ -343,25 +351,25 @@ def test_a_studys_registered_primary_is_starred_in_its_stratum(tmp_path):
     assert "*" not in row["scale_gradient"][4]  # the other folder registered nothing
     assert "study_catch_stress (study catch_stress)" in caption
     # on another endpoint than the registered one nothing is confirmatory
-    unstable = render_across(across_table([one, two], endpoint="unstable"), fmt="md")
+    unstable = render_across(_across([one, two], endpoint="unstable"), fmt="md")
     assert "*" not in unstable.split("\n\n")[0].replace("**", "")
 
 
 def test_a_pooled_primary_other_than_a_studys_registered_one_is_noted(tmp_path):
     counts = {"none": (6, 10), "scale_gradient": (2, 10), "maxnorm": (5, 10)}
     one, two = _study(tmp_path, counts), _folder(tmp_path, "two", counts)  # scale_gradient, failed
-    agrees = across_table([one, two], primary="scale_gradient")
+    agrees = _across([one, two], primary="scale_gradient")
     assert agrees.notes == ()
     for options, asked in [
         ({"primary": "scale_gradient", "endpoint": "unstable"}, "scale_gradient on unstable"),
         ({"primary": "maxnorm"}, "maxnorm on failed"),
     ]:
-        across = across_table([one, two], **options)
+        across = _across([one, two], **options)
         assert across.notes == (
             f"note: --primary {asked}, but study catch_stress registered scale_gradient on "
             "failed: the pooled * is your declaration, not that study's",
         )
-    assert across_table([one, two], endpoint="unstable").notes == ()  # no --primary: no claim
+    assert _across([one, two], endpoint="unstable").notes == ()  # no --primary: no claim
 
 
 @pytest.mark.parametrize(("options", "why"), [({"baseline": "maxnorm"}, "baseline none"),
@@ -372,8 +380,8 @@ def test_another_baseline_or_alpha_than_registered_stars_nothing_and_says_so(
     counts = {"none": (6, 10), "scale_gradient": (2, 10), "maxnorm": (5, 10)}
     one, two = _study(tmp_path, counts), _folder(tmp_path, "two", counts)
     # the registered analysis stars its primary: what the other baseline or alpha takes away
-    assert across_table([one, two]).declared == {"study_catch_stress": "catch_stress"}
-    across = across_table([one, two], **options)
+    assert _across([one, two]).declared == {"study_catch_stress": "catch_stress"}
+    across = _across([one, two], **options)
     assert not any(cell.confirmatory for cell in across.cells.values())
     assert across.declared == {}
     assert len(across.notes) == 1 and why in across.notes[0] and "catch_stress" in across.notes[0]
@@ -404,7 +412,7 @@ def test_an_arm_without_a_defined_endpoint_adds_nothing_and_is_named(tmp_path):
                 "overrides": {"variant": "blind"}, "group": {"variant": "blind"}, "seed": seed,
                 "task": "catch", "variant": "blind", "threshold": 0.9, "training_steps": 100,
                 "steps": 100, "stability": {}}))  # fmt: skip
-    across = across_table([one, two])
+    across = _across([one, two])
     blind = across.pooled["blind"]
     assert blind.contrast.test == "none" and math.isnan(blind.p_adjusted)
     assert blind.contrast.left_out == ("one", "two")
@@ -422,18 +430,18 @@ def test_a_stratum_is_one_task_and_labels_stay_unique(tmp_path):
     other = _folder(tmp_path, "other", {"none": (1, 2), "scale_gradient": (0, 2)})
     with pytest.raises(ConfigError, match=r"stratum 'mixed' holds runs of several tasks "
                        r"\(cartpole, catch\)"):  # fmt: skip
-        across_table([mixed, other])
+        _across([mixed, other])
     # two folders of one name (and one task): told apart by a number
     first = _folder(tmp_path / "a", "study", {"none": (1, 2), "scale_gradient": (0, 2)})
     second = _folder(tmp_path / "b", "study", {"none": (2, 2), "scale_gradient": (0, 2)})
-    assert [s.label for s in across_table([first, second]).strata] == ["study", "study (2)"]
+    assert [s.label for s in _across([first, second]).strata] == ["study", "study (2)"]
 
 
 def test_infinite_odds_ratio_is_written_as_inf(tmp_path):
     # the baseline never fails and the arm does: the MH odds ratio's denominator is 0
     one = _folder(tmp_path, "one", {"none": (0, 5), "scale_gradient": (3, 5)})
     two = _folder(tmp_path, "two", {"none": (0, 5), "scale_gradient": (2, 5)})
-    across = across_table([one, two])
+    across = _across([one, two])
     assert across.pooled["scale_gradient"].contrast.odds_ratio == math.inf
     pooled = [r for r in json.loads(render_across(across, fmt="json"))["rows"]
               if r["stratum"] == "pooled"]  # fmt: skip
@@ -448,7 +456,7 @@ def test_csv_json_and_latex(tmp_path):
                 "clipnorm": (3, 5), "maxnorm": (2, 5), "stop_gradient": (1, 5)}, task=task)
         for task in ("cartpole", "breakout", "space_invaders")
     ]  # fmt: skip
-    across = across_table(folders, primary="scale_gradient")
+    across = _across(folders, primary="scale_gradient")
     records = across_records(across)
     assert len(records) == 5 * 3 + 4  # every variant in every stratum, then 4 pooled
     csv = render_across(across, fmt="csv")
@@ -509,15 +517,15 @@ def test_bad_input_is_one_line(tmp_path):
     one = _folder(tmp_path, "one", {"none": (1, 2), "scale_gradient": (0, 2)})
     two = _folder(tmp_path, "two", {"scale_gradient": (0, 2)})
     with pytest.raises(ConfigError, match="at least two strata"):
-        across_table([one])
+        _across([one])
     with pytest.raises(ConfigError, match="unknown endpoint 'steps_to_threshold'"):
-        across_table([one, one], endpoint="steps_to_threshold")
+        _across([one, one], endpoint="steps_to_threshold")
     with pytest.raises(ConfigError, match="has no run of the baseline variant=none"):
-        across_table([one, two])
+        _across([one, two])
     with pytest.raises(ConfigError, match="is given twice"):
-        across_table([one, tmp_path / "one"])
+        _across([one, tmp_path / "one"])
     with pytest.raises(ConfigError, match="unknown format 'html'"):
-        render_across(across_table([one, _folder(tmp_path, "three", {"none": (1, 2)})]),
+        render_across(_across([one, _folder(tmp_path, "three", {"none": (1, 2)})]),
                       fmt="html")  # fmt: skip
 
 
@@ -586,11 +594,11 @@ def test_by_name_pools_an_arm_whose_setting_differs_per_task(tmp_path):
     # one stratum; --by-name one row over both strata, each stratum's setting in the caption
     one = _clip_folder(tmp_path, "s1", "breakout", "113", {"none": (6, 8), "clipnorm": (2, 8)})
     two = _clip_folder(tmp_path, "s2", "cartpole", "203", {"none": (5, 8), "clipnorm": (1, 8)})
-    apart = across_table([one, two])
+    apart = _across([one, two])
     assert apart.variants == ("none", "clipnorm (clipnorm=113)", "clipnorm (clipnorm=203)")
     alone = apart.pooled["clipnorm (clipnorm=113)"].contrast
     assert list(alone.strata) == ["breakout"] and alone.test == "fisher"
-    joined = across_table([one, two], by_name=True)
+    joined = _across([one, two], by_name=True)
     assert joined.variants == ("none", "clipnorm")
     assert joined.settings == {"clipnorm": {"breakout": "clipnorm=113", "cartpole": "clipnorm=203"}}
     expected = pooled_contrast({"breakout": Stratum(2, 8, 6, 8), "cartpole": Stratum(1, 8, 5, 8)})
@@ -611,11 +619,11 @@ def test_by_name_pools_an_arm_whose_setting_differs_per_task(tmp_path):
         )
         _write(both, "none", seed, unstable=True, reached=False)
     other = _folder(tmp_path, "other", {"none": (1, 2), "clipnorm": (0, 2)})
-    assert len(across_table([both, other]).variants) == 4
+    assert len(_across([both, other]).variants) == 4
     with pytest.raises(
         ConfigError, match="stratum 'both' holds two settings of variant 'clipnorm'"
     ):
-        across_table([both, other], by_name=True)
+        _across([both, other], by_name=True)
 
 
 def test_by_name_on_the_command_line(tmp_path):
@@ -645,7 +653,7 @@ def test_by_name_on_the_command_line(tmp_path):
 def test_by_name_names_a_stratum_where_the_arm_has_no_parameters(tmp_path):
     one = _clip_folder(tmp_path, "s1", "breakout", "113", {"none": (6, 8), "clipnorm": (2, 8)})
     two = _folder(tmp_path, "s2", {"none": (5, 8), "clipnorm": (1, 8)}, task="cartpole")
-    joined = across_table([one, two], by_name=True)
+    joined = _across([one, two], by_name=True)
     assert joined.settings == {"clipnorm": {"breakout": "clipnorm=113", "cartpole": "its defaults"}}
     settings = {(r["stratum"], r["variant"]): r["setting"] for r in across_records(joined)
                 if r["stratum"] != "pooled"}  # fmt: skip
@@ -653,7 +661,7 @@ def test_by_name_names_a_stratum_where_the_arm_has_no_parameters(tmp_path):
     assert settings[("cartpole", "none")] == ""
     # the setting column is there under --by-name even when no arm has parameters
     plain = [_folder(tmp_path, n, {"none": (2, 4), "sg": (0, 4)}) for n in ("p", "q")]
-    records = across_records(across_table(plain, by_name=True))
+    records = across_records(_across(plain, by_name=True))
     assert all(r.get("setting") == "" for r in records if r["stratum"] != "pooled")
     # a baseline whose runs carry parameters is refused rather than lost
     withp = tmp_path / "withp"
@@ -662,4 +670,4 @@ def test_by_name_names_a_stratum_where_the_arm_has_no_parameters(tmp_path):
         _write(withp, "none", seed, unstable=True, reached=False)
     other = _folder(tmp_path, "other", {"none": (1, 2), "clipnorm": (0, 2)})
     with pytest.raises(ConfigError, match="baseline 'clipnorm' has parameters"):
-        across_table([withp, other], baseline="clipnorm", by_name=True)
+        _across([withp, other], baseline="clipnorm", by_name=True)

@@ -8,10 +8,19 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
+from cli.pool import registrations
 from experiments.base.errors import ConfigError
-from experiments.report.across import across_table, pooled_equivalence
-from experiments.report.equivalence import rate_equivalence
-from experiments.report.pooled import Stratum
+from experiments.report.pool.across import across_table
+from experiments.report.pool.pooled import pooled_equivalence
+from experiments.report.statistics.equivalence import rate_equivalence
+from experiments.report.statistics.pooled_rates import Stratum
+
+
+def _across(folders, **options):
+    """:func:`across_table` given each folder's registration as ``gradlab pool`` reads it."""
+    ask = {k: options.get(k, d) for k, d in (("endpoint", "failed"), ("baseline", "none"),
+                                             ("alpha", 0.05))}  # fmt: skip
+    return across_table(folders, registrations=registrations(folders, **ask), **options)
 
 
 def _run(folder, variant, seed, *, failed, task):
@@ -64,7 +73,7 @@ def test_pool_margin_gives_the_verdicts(tmp_path):
     one = _folder(tmp_path, "one", "catch", {"none": (3, 30), "same": (3, 30), "worse": (15, 30)})
     two = _folder(tmp_path, "two", "cartpole",
                   {"none": (3, 30), "same": (3, 30), "worse": (15, 30)})  # fmt: skip
-    t = across_table([one, two], endpoint="failed", margin=0.15)
+    t = _across([one, two], endpoint="failed", margin=0.15)
     same, worse = t.pooled["same"].equivalence, t.pooled["worse"].equivalence
     assert (same.arm_events, same.arm_n, same.base_events, same.base_n) == (6, 60, 6, 60)
     # Holm over the two arms: the smaller TOST p doubled
@@ -101,7 +110,7 @@ def test_summed_counts_keep_the_size_at_the_margin_with_unlike_strata():
     0.05 + 3 standard errors (SE of a proportion near 0.05 at 4,000 draws: 0.0034)."""
     import numpy as np
 
-    from experiments.report.equivalence import score_pvalues
+    from experiments.report.statistics.equivalence import score_pvalues
 
     rng = np.random.default_rng(7)
     n, draws, margin = 50, 4000, 0.1

@@ -11,14 +11,22 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from cli.pool import registrations
 from experiments.base.errors import ConfigError
-from experiments.report.across import across_table
-from experiments.report.across_render import across_records, render_across
-from experiments.report.pooled_ranks import Sample, van_elteren
-from experiments.report.significance import mann_whitney_p
+from experiments.report.pool.across import across_table
+from experiments.report.pool.render import across_records, render_across
+from experiments.report.statistics.pooled_ranks import Sample, van_elteren
+from experiments.report.statistics.significance import mann_whitney_p
 
 # stratum a: arm [3, 5] vs baseline [1, 2, 4]; stratum b: arm [1] vs baseline [2, 2] (a tie)
 HAND = {"a": Sample.of([3, 5], [1, 2, 4]), "b": Sample.of([1], [2, 2])}
+
+
+def _across(folders, **options):
+    """:func:`across_table` given each folder's registration as ``gradlab pool`` reads it."""
+    ask = {k: options.get(k, d) for k, d in (("endpoint", "failed"), ("baseline", "none"),
+                                             ("alpha", 0.05))}  # fmt: skip
+    return across_table(folders, registrations=registrations(folders, **ask), **options)
 
 
 def test_van_elteren_by_hand():
@@ -175,7 +183,7 @@ def _holm_by_hand(p, q):
 
 
 def test_final_return_across_tasks(tmp_path):
-    t = across_table(_folders(tmp_path), endpoint="final_return")
+    t = _across(_folders(tmp_path), endpoint="final_return")
     assert not t.rate and [s.label for s in t.strata] == ["catch", "cartpole"]
     catch_arm = [0.6, 0.5, 0.95, -0.5998]  # the diverged run at catch's declared return
     cell = t.cells[("catch", "scale_gradient")]
@@ -210,7 +218,7 @@ def test_final_return_across_tasks(tmp_path):
     assert t.pooled["maxnorm"].p_adjusted == pytest.approx(holm_q)
     assert math.isnan(pooled.exact_p_adjusted)
     # declared before the runs: tested alone (m = 1), the other arm Holm over itself
-    declared = across_table(_folders(tmp_path / "again"), endpoint="final_return",
+    declared = _across(_folders(tmp_path / "again"), endpoint="final_return",
                             primary="scale_gradient")  # fmt: skip
     assert declared.pooled["scale_gradient"].p_adjusted == pytest.approx(expected.pvalue)
     assert declared.pooled["scale_gradient"].m == 1 and declared.pooled["maxnorm"].m == 1
@@ -228,7 +236,7 @@ def test_final_return_across_tasks(tmp_path):
     )
     assert "odds_ratio" not in last
     # a metric without imputation (no declared return): imputed is empty, not 0
-    norms = across_table(_folders(tmp_path / "norms", grad_norm=True), endpoint="grad_norm_p99")
+    norms = _across(_folders(tmp_path / "norms", grad_norm=True), endpoint="grad_norm_p99")
     assert all(c.imputed is None for c in norms.cells.values())
     assert "declared random-policy return" not in render_across(norms, fmt="md")
     assert json.loads(render_across(t, fmt="json"))["endpoint"] == "final_return"

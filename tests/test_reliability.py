@@ -34,7 +34,7 @@ from cli.main import app
 from experiments.base import process
 from experiments.jobs import isolation, store
 from experiments.launch.hydra_app import job_request
-from experiments.report.results import load_results
+from experiments.report.runs.results import load_results
 
 STEPS = 8
 

@@ -10,8 +10,19 @@ import pytest
 from scipy import stats
 
 from experiments.base.errors import ConfigError
-from experiments.report.contrasts import adjust, pair_by_seed, rate_contrast, value_contrast
-from experiments.report.significance import barnard_p, fisher_p, holm, mcnemar_p, wilcoxon_p
+from experiments.report.statistics.contrasts import (
+    ContrastOptions,
+    adjust,
+    contrast,
+    pair_by_seed,
+)
+from experiments.report.statistics.significance import (
+    barnard_p,
+    fisher_p,
+    holm,
+    mcnemar_p,
+    wilcoxon_p,
+)
 
 
 def test_fisher_1_of_10_against_6_of_10_by_hand():
@@ -76,24 +87,26 @@ def test_adjust_holm_within_each_family():
 def test_rate_contrast_independent_and_paired():
     x = np.array([1, 0, 0, 0, 0, 0, 0, 0, 0, 0], dtype=float)  # 1/10
     y = np.array([1, 1, 1, 1, 1, 1, 0, 0, 0, 0], dtype=float)  # 6/10
-    d, low, high, p = rate_contrast(x, y)
+    d, low, high, p = contrast("rate", x, y)
     assert (d, p) == (pytest.approx(-0.5), pytest.approx(fisher_p(1, 10, 6, 10)))
     assert (low, high) == pytest.approx((-0.74593, -0.08159), abs=2e-5)
-    assert rate_contrast(x, y, rate_test="barnard")[3] == pytest.approx(barnard_p(1, 10, 6, 10))
+    assert contrast("rate", x, y, ContrastOptions(rate_test="barnard"))[3] == pytest.approx(
+        barnard_p(1, 10, 6, 10)
+    )
     # paired: seeds 1-5 discordant one way (y 1, x 0), seed 0 both 1, seeds 6-9 both 0:
     # McNemar 2 x 0.5^5; the mean paired difference -5/10
-    d, low, high, p = rate_contrast(x, y, analysis="paired", n_resamples=999)
+    d, low, high, p = contrast("rate", x, y, ContrastOptions(analysis="paired", n_resamples=999))
     assert (d, p) == (pytest.approx(-0.5), pytest.approx(0.0625))
     assert -1.0 <= low < d < high <= 0.0
 
 
 def test_value_contrast_independent_and_paired():
     x, y = np.array([2.0, 3, 4, 5, 6]), np.array([1.0, 1, 1, 1, 1])
-    d, _, _, p = value_contrast(x, y, n_resamples=99)
+    d, _, _, p = contrast("value", x, y, ContrastOptions(n_resamples=99))
     assert d == pytest.approx(3.0) and p == pytest.approx(stats.mannwhitneyu(x, y).pvalue)
-    d, _, _, p = value_contrast(x, y, analysis="paired", n_resamples=99)
+    d, _, _, p = contrast("value", x, y, ContrastOptions(analysis="paired", n_resamples=99))
     assert d == pytest.approx(3.0) and p == pytest.approx(0.0625)
-    d, _, _, _ = value_contrast(x, y, stat="median", n_resamples=99)
+    d, _, _, _ = contrast("value", x, y, ContrastOptions(stat="median", n_resamples=99))
     assert d == pytest.approx(4.0 - 1.0)
 
 

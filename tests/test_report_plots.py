@@ -19,10 +19,10 @@ from scipy import stats
 from experiments.base.errors import ConfigError
 from experiments.jobs.curves import write_curves
 from experiments.jobs.summary import STATUSES
-from experiments.report.bands import MIN_BAND_RUNS, mean_band
-from experiments.report.curves import run_curves
-from experiments.report.itt import itt_matrix, random_return, run_random_return
-from experiments.report.plots import (
+from experiments.report.figures.bands import MIN_BAND_RUNS, mean_band
+from experiments.report.figures.curves import run_curves
+from experiments.report.figures.itt import itt_matrix, random_return, run_random_return
+from experiments.report.figures.plots import (
     final_returns,
     hidden_grad_by_depth,
     outcome_counts,
@@ -30,9 +30,9 @@ from experiments.report.plots import (
     return_curves,
     survivor_curves,
 )
-from experiments.report.results import Results, load_curves, load_results
-from experiments.report.run_status import SEGMENTS
-from experiments.report.style import COLUMN_WIDTH, OKABE_ITO
+from experiments.report.figures.run_status import SEGMENTS
+from experiments.report.figures.style import COLUMN_WIDTH, OKABE_ITO
+from experiments.report.runs.results import Results, load_curves, load_results
 
 _RANDOM = -0.6  # the random-policy return these tests declare for their task
 _STEPS = 40
@@ -418,7 +418,7 @@ def test_diverged_run_without_a_random_return_is_one_error(folder, tmp_path, mon
 
 
 def test_an_arm_with_parameters_keeps_its_variants_look():
-    from experiments.report.style import value_styles
+    from experiments.report.figures.style import value_styles
 
     plain = value_styles("variant", ["none", "clipnorm", "global_clipnorm"])
     folded = value_styles(

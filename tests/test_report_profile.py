@@ -13,8 +13,8 @@ import pytest
 from scipy import stats
 
 from experiments.base.errors import ConfigError
-from experiments.report.plots import plot_all
-from experiments.report.profile import (
+from experiments.report.figures.plots import plot_all
+from experiments.report.figures.profile import (
     MIN_PROFILE_RUNS,
     itt_final_returns,
     performance_profile,
@@ -22,8 +22,8 @@ from experiments.report.profile import (
     profile_band,
     tau_grid,
 )
-from experiments.report.results import load_results
-from experiments.report.style import OKABE_ITO
+from experiments.report.figures.style import OKABE_ITO
+from experiments.report.runs.results import load_results
 
 
 def test_profile_by_hand():

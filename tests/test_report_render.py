@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 
 from experiments.base.errors import ConfigError
-from experiments.report.markup import latex_escape, markdown_table
-from experiments.report.render import format_number, format_p, render
-from experiments.report.results import load_results
-from experiments.report.tables import summarize
+from experiments.report.runs.results import load_results
+from experiments.report.table.markup import latex_escape, markdown_table
+from experiments.report.table.render import format_number, format_p, render
+from experiments.report.table.summarize import summarize
 
 
 def _job(root, name, *, status="completed", group, seed, stability, **extra):
@@ -322,7 +322,7 @@ def _compile(table_tex: str, folder) -> str:
 def test_latex_compiles_and_fits_the_text_width(tmp_path):
     results = load_results(_wide(tmp_path / "hidden_scale"))
     table = summarize(results, n_resamples=199, diverged_return=-0.6)
-    assert table.attrs["shown_keys"] == ["regime", "variant"]
+    assert table.shown_keys == ("regime", "variant")
     log = _compile(render(table, fmt="latex"), tmp_path)
     assert "Overfull \\hbox" not in log
     # every metric at once: split over blocks of three metric columns, each within the width

@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from experiments.base.errors import ConfigError
-from experiments.report.significance import fisher_p, holm, mann_whitney_p
+from experiments.report.statistics.significance import fisher_p, holm, mann_whitney_p
 
 
 def test_fisher_published_tea_tasting():

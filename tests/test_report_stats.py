@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from experiments.base.errors import ConfigError
-from experiments.report.stats import (
+from experiments.report.statistics.intervals import (
     binomial_ci,
     bootstrap_ci,
     difference_ci,

@@ -15,10 +15,11 @@ from scipy import stats
 from experiments.base.errors import ConfigError
 from experiments.jobs import store
 from experiments.jobs.summary import STATUSES
-from experiments.report.competing import gray_test
-from experiments.report.results import AVERAGED, load_results
-from experiments.report.stats import binomial_ci, bootstrap_ci
-from experiments.report.tables import DEFAULT_METRICS, summarize
+from experiments.report.runs.results import AVERAGED, load_results
+from experiments.report.statistics.competing import gray_test
+from experiments.report.statistics.intervals import binomial_ci, bootstrap_ci
+from experiments.report.table.metrics import DEFAULT_METRICS
+from experiments.report.table.summarize import Confirmed, summarize
 from experiments.verdicts.stability import STABILITY_KEYS
 
 
@@ -81,8 +82,8 @@ def stress(tmp_path):
 
 def test_hand_computed_cells(sweep):
     metrics = ["unstable", "final_return", "final_loss"]
-    table = summarize(sweep, metrics=metrics, n_resamples=999, diverged_return=-0.6)
-    table = table.set_index("variant")
+    summary = summarize(sweep, metrics=metrics, n_resamples=999, diverged_return=-0.6)
+    table = summary.rows.set_index("variant")
     none, sg = table.loc["none"], table.loc["scale_gradient"]
     assert (none["runs"], none["seeds"], none["excluded"], none["excluded_note"]) == (3, 3, 0, "")
     assert (sg["runs"], sg["seeds"], sg["excluded"]) == (5, 3, 2)
@@ -112,7 +113,7 @@ def test_hand_computed_cells(sweep):
     low, high = bootstrap_ci([0.2, 0.4, 0.6], n_resamples=999)
     assert (none["final_return_ci_low"], none["final_return_ci_high"]) == (low, high)
     assert 0.2 <= low <= 0.4 <= high <= 0.6
-    assert table.attrs["diverged_return"] == {"catch": -0.6}
+    assert summary.diverged_return == {"catch": -0.6}
 
 
 def test_default_metrics():
@@ -133,7 +134,7 @@ def test_itt_two_diverged_runs_of_five_get_the_random_return(tmp_path):
              group={"variant": "none"}, seed=seed, task="catch",
              stability={"final_return": ret, "diverged": int(diverged)})  # fmt: skip
     table = summarize(load_results(tmp_path), metrics=["final_return"], diverged_return=-0.6)
-    row = table.iloc[0]
+    row = table.rows.iloc[0]
     assert row["final_return"] == pytest.approx(0.3) and row["final_return_n"] == 5
     assert row["final_return_imputed"] == 2
 
@@ -147,7 +148,7 @@ def test_itt_uses_the_registry_and_the_reward_scale(tmp_path):
         _job(tmp_path, f"none-{seed}", status="diverged" if seed else "completed",
              group={"variant": "none"}, seed=seed, task="catch", reward_scale=2.0,
              stability={"final_return": 1.0, "diverged": seed})  # fmt: skip
-    row = summarize(load_results(tmp_path), metrics=["final_return"]).iloc[0]
+    row = summarize(load_results(tmp_path), metrics=["final_return"]).rows.iloc[0]
     declared = 2.0 * task_facts("catch").random_return
     assert row["final_return"] == pytest.approx((1.0 + declared) / 2)
 
@@ -160,7 +161,7 @@ def test_itt_without_a_declared_return_is_one_error(tmp_path):
     with pytest.raises(ConfigError, match="1 run\\(s\\) of task 'toy_task_without_facts' "
                        "diverged .* pass --diverged-return VALUE"):  # fmt: skip
         summarize(results, metrics=["final_return"])
-    assert summarize(results, metrics=["unstable"]).iloc[0]["unstable_n"] == 0  # not asked for
+    assert summarize(results, metrics=["unstable"]).rows.iloc[0]["unstable_n"] == 0  # not asked for
 
 
 def test_failed_v1_counts_a_stable_run_that_never_reached_the_threshold(tmp_path):
@@ -175,7 +176,7 @@ def test_failed_v1_counts_a_stable_run_that_never_reached_the_threshold(tmp_path
     assert results.runs["failed_v1"].tolist() == [0.0, 1.0, 1.0]
     # without the divergence and final-window figures no outcome class is defined: never guessed
     assert results.runs["failed"].isna().all()
-    row = summarize(results, metrics=["failed_v1", "unstable"]).iloc[0]
+    row = summarize(results, metrics=["failed_v1", "unstable"]).rows.iloc[0]
     assert (row["failed_v1_k"], row["failed_v1_n"]) == (2, 3)
     assert (row["unstable_k"], row["unstable_n"]) == (1, 3)
 
@@ -203,7 +204,7 @@ def test_failed_is_not_held_and_splits_into_never_learned_and_lost(tmp_path):
     assert r["lost_after_learning"].tolist() == [0.0, 1.0, 1.0, 0.0]
     assert r["never_learned"].tolist() == [0.0, 0.0, 0.0, 1.0]
     assert r["failed_v1"].tolist() == [0.0, 0.0, 1.0, 1.0]
-    row = summarize(load_results(tmp_path), metrics=["failed", "lost_after_learning"]).iloc[0]
+    row = summarize(load_results(tmp_path), metrics=["failed", "lost_after_learning"]).rows.iloc[0]
     assert (row["failed_k"], row["lost_after_learning_k"], row["failed_n"]) == (3, 2, 4)
 
 
@@ -220,23 +221,23 @@ def test_failed_v1_without_a_threshold_is_unstable(tmp_path):
 
 
 def test_caption_says_failed_v1_is_unstable_without_a_threshold(tmp_path):
-    from experiments.report.render import render
+    from experiments.report.table.render import render
 
     for seed, unstable in enumerate([0, 1, 0, 1]):
         variant = "none" if seed < 2 else "sg"
         _job(tmp_path, f"{variant}-{seed}", status="completed", group={"variant": variant},
              seed=seed, threshold=None, stability={"unstable": unstable})  # fmt: skip
     table = summarize(load_results(tmp_path), metrics=["failed_v1"], n_resamples=99)
-    assert table.attrs["no_threshold_recorded"] and table.attrs["threshold_recorded"] is None
-    assert list(table["failed_v1_k"]) == [1, 1] and list(table["failed_v1_n"]) == [2, 2]
+    assert table.no_threshold_recorded and table.threshold_recorded is None
+    assert list(table.rows["failed_v1_k"]) == [1, 1] and list(table.rows["failed_v1_n"]) == [2, 2]
     caption = render(table, fmt="md").strip().splitlines()[-1]
     assert "(the runs recorded no threshold)." in caption
     assert "never reached" not in caption
 
 
 def test_fisher_holm_and_bold_by_hand(stress):
-    table = summarize(stress, metrics=["unstable", "final_return"], n_resamples=99)
-    table = table.set_index("variant")
+    summary = summarize(stress, metrics=["unstable", "final_return"], n_resamples=99)
+    table = summary.rows.set_index("variant")
     assert list(table.index) == ["none", "clip", "sg"]  # the baseline first
     # raw Fisher p against none (5/5): sg 0/5 -> 2/252; clip 2/5 -> 42/252 (see significance tests)
     assert table.loc["sg", "unstable_p"] == pytest.approx(2 / 252)
@@ -245,7 +246,7 @@ def test_fisher_holm_and_bold_by_hand(stress):
     assert table.loc["sg", "unstable_p_adjusted"] == pytest.approx(4 / 252)
     assert table.loc["clip", "unstable_p_adjusted"] == pytest.approx(42 / 252)
     assert table.loc["sg", "unstable_m"] == 2
-    assert table.attrs["m"] == {"unstable": {"all": 2}, "final_return": {"all": 2}}
+    assert summary.m == {"unstable": {"all": 2}, "final_return": {"all": 2}}
     # bold exactly where p_adj < 0.05: sg only (clip's 0.17 is not, however good 2/5 looks)
     assert table["unstable_bold"].to_dict() == {"none": False, "clip": False, "sg": True}
     # final return: sg above every seed of none: p = 2/C(10,5) = 2/252, x2 after Holm < 0.05;
@@ -260,10 +261,10 @@ def test_fisher_holm_and_bold_by_hand(stress):
 def test_bold_is_exactly_p_adjusted_below_alpha(stress):
     for alpha in (0.01, 0.05, 0.2):
         table = summarize(stress, metrics=["unstable"], n_resamples=99, alpha=alpha)
-        expected = (table["unstable_p_adjusted"] < alpha).fillna(False)
-        assert table["unstable_bold"].tolist() == expected.tolist()
+        expected = (table.rows["unstable_p_adjusted"] < alpha).fillna(False)
+        assert table.rows["unstable_bold"].tolist() == expected.tolist()
     # alpha 0.2: clip's 42/252 = 0.167 < 0.2 becomes bold too
-    assert table.set_index("variant")["unstable_bold"].to_dict() == {
+    assert table.rows.set_index("variant")["unstable_bold"].to_dict() == {
         "none": False, "clip": True, "sg": True}  # fmt: skip
     with pytest.raises(ConfigError, match="alpha=1.5 is out of range"):
         summarize(stress, alpha=1.5)
@@ -275,45 +276,43 @@ def test_no_bold_without_a_difference(tmp_path):
         _job(tmp_path, f"{variant}-{seed}", status="completed", group={"variant": variant},
              seed=seed, stability={"unstable": 0, "hidden_norm_growth": growth})  # fmt: skip
     table = summarize(load_results(tmp_path), metrics=["unstable", "hidden_norm_growth"])
-    assert not table["unstable_bold"].any()  # 0/4 vs 0/4: p = 1
+    assert not table.rows["unstable_bold"].any()  # 0/4 vs 0/4: p = 1
     # no direction, still tested: 4 of 4 above, p = 2/C(8,4) = 2/70 = 0.029 < 0.05: bold
-    assert table["hidden_norm_growth_p"].iloc[1] == pytest.approx(2 / comb(8, 4))
-    assert table["hidden_norm_growth_bold"].tolist() == [False, True]
+    assert table.rows["hidden_norm_growth_p"].iloc[1] == pytest.approx(2 / comb(8, 4))
+    assert table.rows["hidden_norm_growth_bold"].tolist() == [False, True]
 
 
 def test_holm_within_each_regime(tmp_path):
     results = load_results(_stress(tmp_path, regimes=("tuned", "stress")))
     table = summarize(results, metrics=["unstable"], n_resamples=99)
-    assert list(zip(table["regime"], table["variant"], strict=True)) == [
+    assert list(zip(table.rows["regime"], table.rows["variant"], strict=True)) == [
         (r, v) for r in ("stress", "tuned") for v in ("none", "clip", "sg")
     ]  # baseline first within each regime
     # each row is contrasted with the none of its own regime; Holm within each regime, m = 2
-    assert table.attrs["m"] == {"unstable": {"stress": 2, "tuned": 2}}
-    sg = table[table["variant"] == "sg"]
+    assert table.m == {"unstable": {"stress": 2, "tuned": 2}}
+    sg = table.rows[table.rows["variant"] == "sg"]
     assert sg["unstable_p"].tolist() == pytest.approx([2 / 252] * 2)
     assert sg["unstable_p_adjusted"].tolist() == pytest.approx([4 / 252] * 2)  # 2/252 x 2, not x4
-    clip = table[table["variant"] == "clip"]
+    clip = table.rows[table.rows["variant"] == "clip"]
     assert clip["unstable_p_adjusted"].tolist() == pytest.approx([42 / 252] * 2)
-    assert table["unstable_bold"].tolist() == [False, False, True] * 2
-    assert table.attrs["shown_keys"] == ["regime", "variant"]
-    assert table.attrs["constants"] == {"task": "catch"}
-    assert table.attrs["compared_key"] == "variant" and table.attrs["strata_keys"] == ["regime"]
+    assert table.rows["unstable_bold"].tolist() == [False, False, True] * 2
+    assert table.shown_keys == ("regime", "variant")
+    assert table.constants == {"task": "catch"}
+    assert table.compared_key == "variant" and table.strata_keys == ("regime",)
 
 
 def test_confirmatory_contrast_is_its_own_family(tmp_path):
     results = load_results(_stress(tmp_path, regimes=("tuned", "stress")))
     confirmatory = [({"regime": "stress"}, "clip", "unstable")]
     table = summarize(results, metrics=["unstable"], n_resamples=99, confirmatory=confirmatory)
-    stress = table[table["regime"] == "stress"].set_index("variant")
+    stress = table.rows[table.rows["regime"] == "stress"].set_index("variant")
     # clip alone (m = 1): p_adj = raw 42/252; sg exploratory, alone in its family now: 2/252
     assert stress.loc["clip", "unstable_confirmatory"] and stress.loc["clip", "unstable_m"] == 1
     assert stress.loc["clip", "unstable_p_adjusted"] == pytest.approx(42 / 252)
     assert stress.loc["sg", "unstable_p_adjusted"] == pytest.approx(2 / 252)
     assert not stress.loc["sg", "unstable_confirmatory"]
-    assert table.attrs["m"]["unstable"] == {"stress": 1, "tuned": 2}
-    assert table.attrs["confirmatory"] == [
-        {"group": "regime=stress, task=catch, variant=clip", "metric": "unstable"}
-    ]
+    assert table.m["unstable"] == {"stress": 1, "tuned": 2}
+    assert table.confirmatory == (Confirmed("regime=stress, task=catch, variant=clip", "unstable"),)
     with pytest.raises(ConfigError, match="unknown confirmatory contrast 'regime=stress, "
                        "variant=nope'; choose one of: "):  # fmt: skip
         summarize(results, metrics=["unstable"], confirmatory=[({"regime": "stress"}, "nope",
@@ -326,8 +325,9 @@ def test_paired_analysis(tmp_path):
     """Seeds matched: unstable none [1,1,1,1,1], clip [1,1,0,0,0]: 3 discordant pairs one way,
     McNemar 2 x 0.5^3 = 0.25; sg [0]*5: 5 discordant, 2 x 0.5^5 = 0.0625."""
     results = load_results(_stress(tmp_path))
-    table = summarize(results, metrics=["unstable", "final_return"], analysis="paired",
-                      n_resamples=99).set_index("variant")  # fmt: skip
+    summary = summarize(results, metrics=["unstable", "final_return"], analysis="paired",
+                      n_resamples=99)  # fmt: skip
+    table = summary.rows.set_index("variant")
     assert table.loc["clip", "unstable_p"] == pytest.approx(0.25)
     assert table.loc["sg", "unstable_p"] == pytest.approx(0.0625)
     assert table.loc["sg", "unstable_delta"] == pytest.approx(-1.0)
@@ -337,7 +337,7 @@ def test_paired_analysis(tmp_path):
     assert table.loc["sg", "final_return_p"] == pytest.approx(
         stats.wilcoxon([0.6 + s / 10 for s in range(5)], [0.1 + s / 10 for s in range(5)]).pvalue
     )
-    assert table.attrs["analysis"] == "paired"
+    assert summary.analysis == "paired"
 
 
 def test_paired_analysis_names_unmatched_seeds(tmp_path):
@@ -368,7 +368,9 @@ def test_steps_to_threshold_is_the_competing_risk_incidence_with_gray(tmp_path):
                          "steps": diverged_at or 1000, "unstable": diverged}  # fmt: skip
             _job(tmp_path, f"{variant}-{seed}", status="diverged" if diverged else "completed",
                  group={"variant": variant}, seed=seed, stability=stability)  # fmt: skip
-    table = summarize(load_results(tmp_path), metrics=["steps_to_threshold"]).set_index("variant")
+    table = summarize(load_results(tmp_path), metrics=["steps_to_threshold"]).rows.set_index(
+        "variant"
+    )
     assert table.loc["none", "steps_to_threshold"] == 1.0
     assert table.loc["sg", "steps_to_threshold"] == pytest.approx(2 / 3)
     assert (table.loc["sg", "steps_to_threshold_k"], table.loc["sg", "steps_to_threshold_n"]) == (
@@ -390,20 +392,20 @@ def test_steps_to_threshold_on_runs_without_their_steps_is_one_config_error(tmp_
     summarize(load_results(tmp_path), metrics=["unstable"])  # the other figures still work
 
 
-def test_constants_go_to_attrs(stress):
+def test_constants_go_to_the_tables_fields(stress):
     table = summarize(stress, metrics=["unstable"], n_resamples=99)
-    assert table.attrs["constants"] == {"regime": "stress", "task": "catch"}
-    assert table.attrs["shown_keys"] == ["variant"]
-    assert table.attrs["threshold"] == 0.9
+    assert table.constants == {"regime": "stress", "task": "catch"}
+    assert table.shown_keys == ("variant",)
+    assert table.threshold == 0.9
 
 
 def test_median_and_explicit_baseline(sweep):
-    table = summarize(sweep, metrics=["final_return"], stat="median", baseline="scale_gradient",
+    summary = summarize(sweep, metrics=["final_return"], stat="median", baseline="scale_gradient",
                       diverged_return=-0.6)  # fmt: skip
-    table = table.set_index("variant")
+    table = summary.rows.set_index("variant")
     assert table.loc["scale_gradient", "final_return"] == pytest.approx(0.5)  # of 0.5, 0.9, -0.6
     assert table.loc["none", "final_return_delta"] == pytest.approx(0.4 - 0.5)
-    assert table.attrs["baseline"] == "variant=scale_gradient"
+    assert summary.baseline == "variant=scale_gradient"
     assert list(table.index) == ["scale_gradient", "none"]
 
 
@@ -412,8 +414,8 @@ def test_no_baseline_no_tests(tmp_path):
         _job(tmp_path, f"{lr}-{seed}", status="completed", group={"lr": lr}, seed=seed,
              stability={"unstable": int(seed == 0 and lr == "0.1")})  # fmt: skip
     table = summarize(load_results(tmp_path), metrics=["unstable"])
-    assert table.attrs["baseline"] is None and table["unstable_p"].isna().all()
-    assert not table["unstable_bold"].any()
+    assert table.baseline is None and table.rows["unstable_p"].isna().all()
+    assert not table.rows["unstable_bold"].any()
 
 
 def test_a_baseline_without_runs_in_a_stratum_is_an_error(tmp_path):
@@ -428,7 +430,7 @@ def test_a_baseline_without_runs_in_a_stratum_is_an_error(tmp_path):
 
 def test_same_folder_same_table(sweep):
     kw = {"diverged_return": -0.6, "n_resamples": 199}
-    assert summarize(sweep, **kw).equals(summarize(sweep, **kw))
+    assert summarize(sweep, **kw).rows.equals(summarize(sweep, **kw).rows)
 
 
 def test_baseline_compared_within_each_stratum(tmp_path):
@@ -437,7 +439,7 @@ def test_baseline_compared_within_each_stratum(tmp_path):
         group = {"task": task, "variant": variant}
         _job(tmp_path, f"{task}-{variant}-{seed}", status="completed", seed=seed, group=group,
              stability={"final_return": value})  # fmt: skip
-    table = summarize(load_results(tmp_path), metrics=["final_return"]).set_index("group")
+    table = summarize(load_results(tmp_path), metrics=["final_return"]).rows.set_index("group")
     # sg seeds (v, v+1) vs none (v, v) of the same task: mean difference 0.5 in both tasks
     # (across tasks it would be about 99)
     assert table.loc["task=catch, variant=sg", "final_return_delta"] == pytest.approx(0.5)
@@ -480,7 +482,7 @@ def test_timeout_is_listed_not_averaged(tmp_path):
          stability={"unstable": 1})  # fmt: skip
     results = load_results(tmp_path)
     assert results.averaged["job"].tolist() == ["a"]
-    row = summarize(results, metrics=["unstable"]).iloc[0]
+    row = summarize(results, metrics=["unstable"]).rows.iloc[0]
     assert (row["unstable_k"], row["unstable_n"], row["excluded_note"]) == (0, 1, "1 timeout")
 
 
@@ -547,7 +549,7 @@ def test_no_averaged_run(tmp_path):
 def test_single_seed_rate_and_interval(tmp_path):
     _job(tmp_path, "a", status="completed", group={"variant": "none"}, seed=0,
          stability={"final_return": 0.25, "unstable": 1})  # fmt: skip
-    row = summarize(load_results(tmp_path), metrics=["unstable", "final_return"]).iloc[0]
+    row = summarize(load_results(tmp_path), metrics=["unstable", "final_return"]).rows.iloc[0]
     assert (row["unstable_ci_low"], row["unstable_ci_high"]) == pytest.approx(binomial_ci(1, 1))
     assert np.isnan(row["final_return_ci_low"])
 
@@ -569,14 +571,14 @@ def test_a_key_the_sweep_holds_constant_compares_nothing(tmp_path):
     baseline placement in one stratum, not each in a stratum of its own."""
     table = summarize(_placements(tmp_path), metrics=["unstable"], baseline="hook",
                       n_resamples=99)  # fmt: skip
-    assert table.attrs["compared_key"] == "variant.placement"
-    assert table["stratum"].nunique() == 1
+    assert table.compared_key == "variant.placement"
+    assert table.rows["stratum"].nunique() == 1
     # a bare baseline value names the key that varies, not the constant variant. Against hook
     # (0/6), two-sided Fisher: tuned 6/6 p = 2/C(12,6) = 2/924, Holm x2 = 4/924 < 0.05 (bold);
     # pseudocode 1/6 p = 1 (not)
-    p = table.set_index("variant.placement")["unstable_p"]
+    p = table.rows.set_index("variant.placement")["unstable_p"]
     assert p["tuned"] == pytest.approx(2 / 924) and p["pseudocode"] == pytest.approx(1.0)
-    bold = table.set_index("variant.placement")["unstable_bold"]
+    bold = table.rows.set_index("variant.placement")["unstable_bold"]
     assert bold.to_dict() == {"hook": False, "pseudocode": False, "tuned": True}
 
 
@@ -597,16 +599,16 @@ def test_a_variants_parameter_is_part_of_its_arm_not_a_stratum(tmp_path):
     assert "variant.clipnorm" not in results.group_keys
     assert set(results.runs["variant"]) == {"none", "scale_gradient", "clipnorm (clipnorm=0.6)"}
     table = summarize(results, metrics=["unstable"])
-    assert table["stratum"].nunique() == 1
-    clip = table[table["variant"] == "clipnorm (clipnorm=0.6)"].iloc[0]
+    assert table.rows["stratum"].nunique() == 1
+    clip = table.rows[table.rows["variant"] == "clipnorm (clipnorm=0.6)"].iloc[0]
     # 0/3 against none's 3/3: Fisher two-sided p = 2 / C(6, 3) = 0.1; Holm over 2 arms: 0.2
     assert clip["unstable_p"] == pytest.approx(0.1)
     assert clip["unstable_p_adjusted"] == pytest.approx(0.2)
     # that arm, parameters and all, can be the baseline (its '=' is not KEY=VALUE's)
     for baseline in ("clipnorm (clipnorm=0.6)", "variant=clipnorm (clipnorm=0.6)"):
         against = summarize(results, metrics=["unstable"], baseline=baseline)
-        assert against.attrs["baseline"] == "variant=clipnorm (clipnorm=0.6)"
-        none = against[against["variant"] == "none"].iloc[0]
+        assert against.baseline == "variant=clipnorm (clipnorm=0.6)"
+        none = against.rows[against.rows["variant"] == "none"].iloc[0]
         assert none["unstable_p"] == pytest.approx(0.1)  # 3/3 against the clip arm's 0/3
     with pytest.raises(ConfigError, match="baseline variant 'clipnorm \\(clipnorm=9\\)'"):
         summarize(results, metrics=["unstable"], baseline="clipnorm (clipnorm=9)")
@@ -633,5 +635,5 @@ def test_a_diverged_minatar_run_counts_as_its_games_random_policy(tmp_path):
         (job / "config.yaml").write_text("task:\n  name: minatar\n  id: breakout\n")
     table = summarize(load_results(tmp_path), metrics=["final_return"])
     random = task_facts("breakout").random_return
-    assert table["final_return"].iloc[0] == pytest.approx((random + 5.0) / 2)
-    assert table["final_return_imputed"].iloc[0] == 1
+    assert table.rows["final_return"].iloc[0] == pytest.approx((random + 5.0) / 2)
+    assert table.rows["final_return_imputed"].iloc[0] == 1

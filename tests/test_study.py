@@ -27,7 +27,7 @@ from experiments.protocols.study.power import (
     seeds_for_power,
 )
 from experiments.protocols.study.record import RECORD, check, register
-from experiments.report.pooled import Stratum, pooled_contrast
+from experiments.report.statistics.pooled_rates import Stratum, pooled_contrast
 
 
 def test_fisher_grid_equals_scipy_cell_by_cell():

@@ -73,7 +73,8 @@ __all__ = [
 FINISHED = ("completed", "diverged", "timeout")
 """Statuses (:data:`experiments.jobs.summary.STATUSES`) of a job that is done: a re-run skips it
 (``failed``, ``interrupted`` and ``running`` are re-run).
-The report averages fewer (:data:`experiments.report.results.AVERAGED`: a timed-out run is done
+The report averages fewer (:data:`experiments.report.runs.results.AVERAGED`: a timed-out run is
+done
 but stopped short of its planned steps)."""
 
 BOOKKEEPING_KEYS = ("ablation", "logger", "runtime")

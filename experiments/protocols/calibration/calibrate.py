@@ -108,11 +108,11 @@ def _remeasured(summary: Any, job_dir: Path) -> Any:
     """A summary that recorded no threshold (a run written before its task declared one), with
     the declared threshold (registry x reward scale; a MinAtar run's game from its
     ``config.yaml``) and ``reached_threshold`` / ``steps_to_threshold`` re-measured from its
-    evaluations by :func:`experiments.report.endpoints.first_reach`, as the table does;
+    evaluations by :func:`experiments.report.runs.endpoints.first_reach`, as the table does;
     ``reached_threshold`` None (no outcome) where the job kept no evaluations. The file is not
     changed."""
-    from experiments.report.endpoints import declared_threshold, first_reach
-    from experiments.report.results import registered_task
+    from experiments.report.runs.endpoints import declared_threshold, first_reach
+    from experiments.report.runs.results import registered_task
 
     threshold = declared_threshold(registered_task(summary, job_dir), summary.reward_scale)
     if threshold is None:

@@ -112,12 +112,12 @@ def run_class(summary: Summary) -> str | None:
     """A finished run's outcome class (:func:`experiments.verdicts.outcome.run_outcome`), or None.
 
     The threshold is the one the summary recorded, else the task registry's times the run's
-    reward scale (:func:`experiments.report.endpoints.declared_threshold`). The stability
+    reward scale (:func:`experiments.report.runs.endpoints.declared_threshold`). The stability
     figures (``reached_threshold``, ``steps_to_threshold``) must be measured against that
     threshold: a run that recorded none has them re-measured from its evaluations by the
     calibration before it is counted; ``reached_threshold`` None (not measured) gives None.
     """
-    from experiments.report.endpoints import declared_threshold
+    from experiments.report.runs.endpoints import declared_threshold
     from experiments.verdicts.outcome import run_outcome
 
     v = summary.stability

@@ -8,12 +8,14 @@ per arm and rates near 0 or 1 the approximation is poor, and the exact sum is ch
 finds the smallest ``n`` reaching a target power.
 
 :func:`equivalence_power` is the same exact sum for an equivalence design: the probability that
-the two one-sided tests the table runs (:mod:`experiments.report.equivalence`, Miettinen-Nurminen
+the two one-sided tests the table runs (:mod:`experiments.report.statistics.equivalence`,
+Miettinen-Nurminen
 score) conclude the risk difference lies within ±margin; :func:`seeds_for_equivalence` the
 smallest ``n`` reaching a target.
 
 :func:`pooled_power` is the same exact sum for the test ``gradlab pool`` runs over several strata
-(:func:`experiments.report.pooled.pooled_contrast`): the Cochran-Mantel-Haenszel test over the
+(:func:`experiments.report.statistics.pooled_rates.pooled_contrast`): the Cochran-Mantel-Haenszel
+test over the
 informative strata, Fisher's exact test where only one is informative, no rejection where none
 is. It sums over every outcome of every stratum, ``(n + 1)^(2S)`` of them for ``S`` strata, so
 it is exact for the few strata of a study across tasks (three strata of 10 runs an arm: 1.8
@@ -98,14 +100,15 @@ def seeds_for_power(
 
 def equivalence_power(p0: float, p1: float, n: int, *, margin: float, alpha: float = 0.05) -> float:
     """Exact power of the equivalence design: the probability that the TOST of the table
-    (:func:`experiments.report.equivalence.score_pvalues`: Miettinen-Nurminen score, the arm's
+    (:func:`experiments.report.statistics.equivalence.score_pvalues`: Miettinen-Nurminen score,
+    the arm's
     rate minus the baseline's within ±margin) rejects at ``alpha``, summed over every outcome
     ``(k1, k0)`` of two arms of ``n`` runs at true rates ``p1`` (arm) and ``p0`` (baseline).
 
     Raises:
       ConfigError: a rate outside [0, 1], a margin outside (0, 1), ``n`` < 2.
     """
-    from experiments.report.equivalence import score_pvalues
+    from experiments.report.statistics.equivalence import score_pvalues
 
     p0, p1 = _check_rate("p0", p0), _check_rate("p1", p1)
     if not 0.0 < margin < 1.0:

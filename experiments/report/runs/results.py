@@ -9,7 +9,7 @@ reads the per-step metrics of the averaged runs for the plots.
 
 Two figures are derived here for the table's intention-to-treat analysis:
 
-* the endpoint columns (:mod:`experiments.report.endpoints`): the declared ``threshold``, the
+* the endpoint columns (:mod:`experiments.report.runs.endpoints`): the declared ``threshold``, the
   run's ``outcome`` class (held, lost, diverged after or before learning, never learned) and the
   0/1 endpoints ``learned``, ``failed`` (did not learn and hold), ``lost_after_learning``,
   ``never_learned``, and ``failed_v1`` (the definition Studies 1-3 registered).
@@ -35,7 +35,7 @@ import yaml
 from experiments.base.errors import ConfigError
 from experiments.jobs.store import load_summary, read_metrics
 from experiments.jobs.summary import Summary
-from experiments.report.counting import (
+from experiments.report.runs.counting import (
     AVERAGED,
     NO_SUMMARY,
     Duplicate,
@@ -46,7 +46,7 @@ from experiments.report.counting import (
     no_summary_record,
     run_identity,
 )
-from experiments.report.endpoints import add_endpoints
+from experiments.report.runs.endpoints import add_endpoints
 from experiments.verdicts.stability import STABILITY_KEYS, stability_summary
 
 __all__ = [
@@ -74,7 +74,8 @@ class Results:
         summary does not record it: 1), one column per group key (str),
         one per :data:`~experiments.verdicts.stability.STABILITY_KEYS` (float, NaN when undefined),
         and
-        the endpoint columns of :func:`~experiments.report.endpoints.add_endpoints` (``outcome``,
+        the endpoint columns of :func:`~experiments.report.runs.endpoints.add_endpoints`
+        (``outcome``,
         ``failed``, ``failed_v1``, ...; float 0/1, NaN when undefined).
     """
 
@@ -101,7 +102,7 @@ def group_label(group: dict[str, object]) -> str:
 
 def _job_folders(root: Path) -> list[Path]:
     """Every job folder of ``root``, with or without its summary
-    (:func:`~experiments.report.counting.job_folders`)."""
+    (:func:`~experiments.report.runs.counting.job_folders`)."""
     if not root.exists():
         raise ConfigError(f"results folder '{root}' does not exist")
     if not root.is_dir():
@@ -182,9 +183,9 @@ def load_results(path: str | Path, *, keep_duplicates: str | None = None) -> Res
     """Reads every job folder of ``path`` (its ``summary.json``), each run once.
 
     A job folder without a summary is a run of status
-    :data:`~experiments.report.counting.NO_SUMMARY`, counted and listed, never averaged; two
+    :data:`~experiments.report.runs.counting.NO_SUMMARY`, counted and listed, never averaged; two
     folders holding the same run are an error, or with ``keep_duplicates="first"`` one is kept
-    and the other listed in :attr:`Results.duplicates` (:mod:`experiments.report.counting`).
+    and the other listed in :attr:`Results.duplicates` (:mod:`experiments.report.runs.counting`).
 
     Args:
       path: an ablation's results folder (``results/<ablation>``) or ``results/runs``.

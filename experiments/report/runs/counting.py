@@ -40,7 +40,7 @@ from experiments.jobs.store import job_name
 from experiments.jobs.summary import Summary
 
 if TYPE_CHECKING:
-    from experiments.report.results import Results
+    from experiments.report.runs.results import Results
 
 __all__ = [
     "AVERAGED",
@@ -337,7 +337,7 @@ def counting_notes(
     runs of the design without the figures a shown column needs, duplicates left out.
 
     Args:
-      runs: every run of the table (:attr:`~experiments.report.results.Results.runs`).
+      runs: every run of the table (:attr:`~experiments.report.runs.results.Results.runs`).
       metrics: the shown metrics.
       duplicates: the runs left out as duplicates.
     """
@@ -351,7 +351,7 @@ def drop_pooled_duplicates(loaded: Sequence[Results], *, keep: str | None) -> li
 
     A run (:func:`run_identity`, the ``identity`` column) found in an earlier folder is an error
     naming both folders, or with ``keep="first"`` left out of the later folder and added to its
-    :attr:`~experiments.report.results.Results.duplicates`.
+    :attr:`~experiments.report.runs.results.Results.duplicates`.
 
     Args:
       loaded: the folders' results, in the order given.

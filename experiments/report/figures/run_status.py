@@ -4,13 +4,13 @@ One horizontal stacked bar per arm (one panel per regime, arms in registry order
 its segments the runs of each class of :data:`experiments.verdicts.outcome.CLASSES` (``held``,
 ``lost``,
 ``diverged_after_learning``, ``diverged_before_learning``, ``never_learned``; the ``outcome``
-column of :attr:`~experiments.report.results.Results.runs`), then the runs that have none:
+column of :attr:`~experiments.report.runs.results.Results.runs`), then the runs that have none:
 
 * ``no threshold``: a finished run of a task without a declared threshold (no class is defined);
 * ``no outcome``: a finished run of a task with a threshold that lacks the figures its class needs
   (e.g. a learned run stopped before its final window);
 * ``not finished``: a job that crashed, timed out, was interrupted or is still running (its
-  status is not one of :data:`~experiments.report.results.AVERAGED`); the design counts it.
+  status is not one of :data:`~experiments.report.runs.results.AVERAGED`); the design counts it.
 
 So a bar's length is the arm's number of jobs, n, written at its end; each segment of at least
 :data:`_LABELLED` of the longest bar carries its count. Classes are coloured by what happened
@@ -25,10 +25,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from experiments.report.drawing import with_lines
-from experiments.report.layout import layout_of, panel_grid
-from experiments.report.results import AVERAGED, Results
-from experiments.report.style import STYLE, figure_legend, fold_label
+from experiments.report.figures.drawing import with_lines
+from experiments.report.figures.layout import layout_of, panel_grid
+from experiments.report.figures.style import STYLE, figure_legend, fold_label
+from experiments.report.runs.results import AVERAGED, Results
 from experiments.verdicts.outcome import CLASSES
 
 __all__ = ["OUTCOME_STYLES", "SEGMENTS", "outcome_counts", "outcome_table"]

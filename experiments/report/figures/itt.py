@@ -24,7 +24,7 @@ import pandas as pd
 
 from experiments.base.errors import ConfigError
 from experiments.jobs import store
-from experiments.report.results import config_task_id
+from experiments.report.runs.results import config_task_id
 
 __all__ = ["itt_matrix", "random_return", "run_random_return"]
 

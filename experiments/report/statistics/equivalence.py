@@ -319,12 +319,12 @@ def with_verdicts(
     confirmatory contrast alone) and ``_verdict`` for every metric with a margin.
 
     Args:
-      table: :func:`~experiments.report.tables.summarize`'s rows, with ``_tost_p``,
+      table: :func:`~experiments.report.table.summarize.summarize`'s rows, with ``_tost_p``,
         ``_p_adjusted``, ``_confirmatory`` and ``stratum`` columns.
       margins: metric -> its margin.
       alpha: the table's alpha.
     """
-    from experiments.report.contrasts import adjust
+    from experiments.report.statistics.contrasts import adjust
 
     for name, margin in margins.items():
         if f"{name}_tost_p" not in table:

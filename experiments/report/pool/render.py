@@ -1,5 +1,5 @@
-"""``gradlab pool``'s table (:class:`~experiments.report.across.Across`) as Markdown, LaTeX, CSV or
-JSON, with its caption.
+"""``gradlab pool``'s table (:class:`~experiments.report.pool.table.Across`) as Markdown, LaTeX,
+CSV or JSON, with its caption.
 
 Markdown: a column per stratum's ``k/n`` and ``p_adj``, then the pooled odds ratio, CMH p_adj,
 the exact conditional test's p_adj and Breslow-Day p, caption below; for a value endpoint, each
@@ -19,13 +19,13 @@ import math
 import pandas as pd
 
 from experiments.base.errors import unknown_choice
-from experiments.report.across import Across
-from experiments.report.endpoints import MEANING
-from experiments.report.markup import latex_stack, latex_text, markdown_table
-from experiments.report.pooled import PooledContrast
-from experiments.report.pooled_ranks import RankContrast
-from experiments.report.render import format_number, format_p
-from experiments.report.tables import METRICS
+from experiments.report.pool.table import Across
+from experiments.report.runs.endpoints import MEANING
+from experiments.report.statistics.pooled_ranks import RankContrast
+from experiments.report.statistics.pooled_rates import PooledContrast
+from experiments.report.table.markup import latex_stack, latex_text, markdown_table
+from experiments.report.table.metrics import METRICS
+from experiments.report.table.render import format_number, format_p
 
 __all__ = ["FORMATS", "across_caption", "across_records", "render_across"]
 

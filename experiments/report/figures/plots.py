@@ -1,30 +1,35 @@
 """Publication figures of one results folder: the runs' returns, gradient norms, loss, per-depth
-gradients, and (from their modules) final returns (:mod:`~experiments.report.final_returns`), run
-outcomes (:mod:`~experiments.report.run_status`) and performance profiles
-(:mod:`~experiments.report.profile`).
+gradients, and (from their modules) final returns
+(:mod:`~experiments.report.figures.final_returns`), run
+outcomes (:mod:`~experiments.report.figures.run_status`) and performance profiles
+(:mod:`~experiments.report.figures.profile`).
 
 Every figure follows the same rules (``docs/figures.md`` shows each one and its caption):
 
 * **small multiples**: one panel per regime (per combination of the varying keys other than the
-  compared one, :mod:`experiments.report.layout`), one line per variant, y shared across panels;
+  compared one, :mod:`experiments.report.figures.layout`), one line per variant, y shared across
+  panels;
   the return figure goes further, one panel per arm and regime, since it draws every run;
 * **one look per variant**: colour (Okabe-Ito), line style and marker keyed by the variant's
-  position in the variant registry, the same in every figure (:mod:`experiments.report.style`);
+  position in the variant registry, the same in every figure
+  (:mod:`experiments.report.figures.style`);
 * **one legend per figure**, below the panels, outside every data area;
 * **every run counts** in returns: a diverged run contributes its task's random-policy return from
-  its divergence on (:mod:`experiments.report.itt`), an ``x`` marking where it diverged; no
+  its divergence on (:mod:`experiments.report.figures.itt`), an ``x`` marking where it diverged; no
   mean of returns is drawn (an outcome where runs learn or diverge is bimodal, and its mean
   matches no run). Gradient-norm and loss curves have no value for a diverged run after its
   divergence: they show the runs still training, the ``x`` marks where each run stopped, and the
   panel title says how many diverged;
 * **bands inside the support, and only over >= 10 runs**: a seeded percentile bootstrap of the
-  mean over runs (:mod:`experiments.report.bands`), which never leaves the range of the data;
+  mean over runs (:mod:`experiments.report.figures.bands`), which never leaves the range of the
+  data;
   log-scale quantities (gradient norms) are averaged and bootstrapped in log10 (the line is the
   geometric mean); a line over fewer than 10 runs has no band;
 * **a paper's size**: 3.3 in wide, fonts >= 7 pt, PNG (300 dpi) and PDF.
 
 Figures are built without ``pyplot`` (no global figure registry), so tests can inspect them.
-Per-step data come from :func:`experiments.report.curves.run_curves` (``metrics.jsonl``, or the
+Per-step data come from :func:`experiments.report.figures.curves.run_curves` (``metrics.jsonl``, or
+the
 committed ``curves.csv.gz`` on a fresh clone).
 """
 
@@ -41,9 +46,9 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from experiments.base.errors import ConfigError
-from experiments.report.bands import mean_band
-from experiments.report.curves import run_curves
-from experiments.report.drawing import (
+from experiments.report.figures.bands import mean_band
+from experiments.report.figures.curves import run_curves
+from experiments.report.figures.drawing import (
     GREY,
     diverged_steps,
     divergence_handle,
@@ -54,13 +59,19 @@ from experiments.report.drawing import (
     variant_legend,
     with_lines,
 )
-from experiments.report.final_returns import final_returns
-from experiments.report.itt import itt_matrix, run_random_return
-from experiments.report.layout import layout_of, panel_grid
-from experiments.report.profile import check_profile_runs, performance_profiles
-from experiments.report.results import Results, load_curves
-from experiments.report.run_status import outcome_counts
-from experiments.report.style import OKABE_ITO, STYLE, figure_legend, fold_label, save_figure
+from experiments.report.figures.final_returns import final_returns
+from experiments.report.figures.itt import itt_matrix, run_random_return
+from experiments.report.figures.layout import layout_of, panel_grid
+from experiments.report.figures.profile import check_profile_runs, performance_profiles
+from experiments.report.figures.run_status import outcome_counts
+from experiments.report.figures.style import (
+    OKABE_ITO,
+    STYLE,
+    figure_legend,
+    fold_label,
+    save_figure,
+)
+from experiments.report.runs.results import Results, load_curves
 
 __all__ = [
     "OKABE_ITO",
@@ -109,11 +120,11 @@ def return_curves(
     that matches no run.
 
     A run that diverged counts as its task's random-policy return from its divergence on
-    (intention to treat, :mod:`experiments.report.itt`), marked ``x`` where it diverged.
+    (intention to treat, :mod:`experiments.report.figures.itt`), marked ``x`` where it diverged.
 
     Args:
       results: the folder.
-      curves: from :func:`~experiments.report.curves.run_curves`, with ``eval/return``.
+      curves: from :func:`~experiments.report.figures.curves.run_curves`, with ``eval/return``.
       random_return_value: the task's random-policy episode return (unscaled); None: from the
         task registry. Needed only when a run diverged.
       threshold: a dashed horizontal line (the task's success return), if given.
@@ -222,7 +233,7 @@ def survivor_curves(
 
     Args:
       results: the folder.
-      curves: with column ``key`` (:func:`~experiments.report.curves.run_curves`).
+      curves: with column ``key`` (:func:`~experiments.report.figures.curves.run_curves`).
       key: ``grad/global_norm`` or ``loss/total``.
       ylabel: the y label, with units.
       log: log y axis, averaged in log10 (the line is the geometric mean).

@@ -1,5 +1,5 @@
 """An arm's contrast with the baseline pooled over strata (tasks, regimes, optimizers): the
-statistics of ``gradlab pool``, whose table is :mod:`experiments.report.across`.
+statistics of ``gradlab pool``, whose table is :mod:`experiments.report.pool.across`.
 
 The pooled test is the Cochran-Mantel-Haenszel test of a common odds ratio of 1 (no continuity
 correction), with the Mantel-Haenszel pooled odds ratio and its Robins-Breslow-Greenland 95% CI,

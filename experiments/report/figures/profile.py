@@ -5,19 +5,22 @@ above: ``final_return > tau``), as rliable draws it (Agarwal et al., 2021, "Deep
 the Statistical Precipice", Sec. 4.2): one curve shows the whole distribution of outcomes, so a
 variant that wins on average by a few lucky seeds cannot hide a mass of failed runs. The band is a
 95% percentile bootstrap over the group's runs (the report's one bootstrap call,
-:func:`~experiments.report.stats.percentile_bootstrap`: runs resampled with a generator seeded
+:func:`~experiments.report.statistics.intervals.percentile_bootstrap`: runs resampled with a
+generator seeded
 per call; one interval per tau).
 
 **Only where each arm has at least** :data:`MIN_PROFILE_RUNS` **runs.** A profile over 2 or 5
 runs is a staircase of 2 or 5 steps that reads as a distribution it is not, and its band is not
 informative (issue 37): below that, :func:`performance_profiles` refuses with one line naming the
 smallest arm, and ``gradlab plot`` prints that line instead of drawing the figure. Bands follow
-the figures' rule (:data:`~experiments.report.bands.MIN_BAND_RUNS`).
+the figures' rule (:data:`~experiments.report.figures.bands.MIN_BAND_RUNS`).
 
-Which runs: those whose status is in :data:`~experiments.report.results.AVERAGED` (completed and
+Which runs: those whose status is in :data:`~experiments.report.runs.results.AVERAGED` (completed
+and
 diverged), each with its **intention-to-treat** final return, as the table counts it: the mean
 evaluation return over the final window, or, for a run that diverged (or has no final return),
-its task's random-policy return times its reward scale (:mod:`experiments.report.itt`). Leaving
+its task's random-policy return times its reward scale (:mod:`experiments.report.figures.itt`).
+Leaving
 diverged runs out, or below the axis, would hide the instability the profile is meant to show.
 
 The grid of tau spans every run's value in the figure (all panels; intention-to-treat values
@@ -35,12 +38,12 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from experiments.base.errors import ConfigError
-from experiments.report.bands import MIN_BAND_RUNS
-from experiments.report.itt import run_random_return
-from experiments.report.layout import Layout, layout_of, panel_grid
-from experiments.report.results import Results
-from experiments.report.stats import percentile_bootstrap
-from experiments.report.style import STYLE, figure_legend
+from experiments.report.figures.bands import MIN_BAND_RUNS
+from experiments.report.figures.itt import run_random_return
+from experiments.report.figures.layout import Layout, layout_of, panel_grid
+from experiments.report.figures.style import STYLE, figure_legend
+from experiments.report.runs.results import Results
+from experiments.report.statistics.intervals import percentile_bootstrap
 
 __all__ = [
     "MIN_PROFILE_RUNS",
@@ -101,7 +104,7 @@ def profile_band(
 
     Returns:
       ``(low [T], high [T])``; NaN with fewer than
-      :data:`~experiments.report.bands.MIN_BAND_RUNS` runs.
+      :data:`~experiments.report.figures.bands.MIN_BAND_RUNS` runs.
     """
     scores, taus = _scores(scores), np.asarray(taus, dtype=float)
     if len(scores) < MIN_BAND_RUNS:
@@ -141,7 +144,7 @@ def itt_final_returns(
       runs: ``[N]`` rows of ``Results.averaged`` (``final_return``, ``diverged``, ``status``,
         ``path``).
       random_return_value: the random-policy return (unscaled) for every task; None: the task
-        registry's (:func:`~experiments.report.itt.run_random_return`).
+        registry's (:func:`~experiments.report.figures.itt.run_random_return`).
 
     Returns:
       ``(values [N], imputed [N] bool)``.
@@ -185,7 +188,7 @@ def _draw_panel(
     ax, panel: pd.DataFrame, layout: Layout, taus: np.ndarray, *, n_resamples: int, seed: int
 ) -> None:
     """One step line per line value among the ``panel``'s runs, in the value's look, with its
-    band (at least :data:`~experiments.report.bands.MIN_BAND_RUNS` runs)."""
+    band (at least :data:`~experiments.report.figures.bands.MIN_BAND_RUNS` runs)."""
     for value, members in layout.lines(panel):
         scores = members["_itt"].to_numpy(dtype=float)
         style = {k: v for k, v in layout.styles[value].items() if k != "marker"}
@@ -210,7 +213,7 @@ def performance_profiles(
     line marks the random-policy return(s) the diverged runs count as.
 
     Args:
-      results: from :func:`~experiments.report.results.load_results`.
+      results: from :func:`~experiments.report.runs.results.load_results`.
       random_return_value: the random-policy return (unscaled); None: the task registry's.
       n_resamples: bootstrap resamples per band.
       seed: seeds every band (same folder, same figure).

@@ -9,13 +9,15 @@ LaTeX into ``\\caption``.
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING
 
-import pandas as pd
-
-from experiments.report.endpoints import MEANING
-from experiments.report.equivalence import equivalence_sentences
-from experiments.report.tables import METRICS
+from experiments.report.runs.endpoints import MEANING
+from experiments.report.statistics.equivalence import equivalence_sentences
+from experiments.report.table.metrics import METRICS
 from experiments.verdicts.stability import COLLAPSE_FRACTION
+
+if TYPE_CHECKING:
+    from experiments.report.table.summarize import Table
 
 __all__ = ["table_caption"]
 
@@ -31,33 +33,31 @@ _RATE_MEANING = {
 _RATE_TEST = {"fisher": "Fisher's exact test", "barnard": "Barnard's exact test"}
 
 
-def _runs(table: pd.DataFrame) -> str:
-    a = table.attrs
-    seeds = table["seeds"].unique()
+def _runs(table: Table) -> str:
+    seeds = table.rows["seeds"].unique()
     n = f"n = {seeds[0]} runs per group" if len(seeds) == 1 else "n: runs per group"
     text = f"{n}, every completed or diverged run counted (intention to treat)"
-    total = int(table["excluded"].sum())
+    total = int(table.rows["excluded"].sum())
     if total:
         text += (
-            f"; {total} more excluded ({a['excluded']}): crashed, timed-out or unfinished runs "
+            f"; {total} more excluded ({table.excluded}): crashed, timed-out or unfinished runs "
             "are not runs of the design and are never averaged (last column)"
         )
-    return " ".join([text + ".", *a.get("counting", [])])
+    return " ".join([text + ".", *table.counting])
 
 
-def _cells(table: pd.DataFrame, where: str) -> list[str]:
-    a = table.attrs
-    level = f"{round(100 * a['confidence'])}%"
-    kinds = {METRICS[m].kind for m in a["metrics"]}
-    threshold = f" ({a['threshold']:g})" if a.get("threshold") is not None else ""
-    recorded = a.get("threshold_recorded")
+def _cells(table: Table, where: str) -> list[str]:
+    level = f"{round(100 * table.confidence)}%"
+    kinds = {METRICS[m].kind for m in table.metrics}
+    threshold = f" ({table.threshold:g})" if table.threshold is not None else ""
+    recorded = table.threshold_recorded
     recorded = f" ({recorded:g})" if recorded is not None else ""
     parts = []
-    for name in a["metrics"]:
+    for name in table.metrics:
         if METRICS[name].rate:
             words = recorded if name == "failed_v1" else threshold
             meaning = {**MEANING, **_RATE_MEANING}[name].format(threshold=words)
-            if name == "failed_v1" and a.get("no_threshold_recorded"):
+            if name == "failed_v1" and table.no_threshold_recorded:
                 meaning = (
                     "the definition Studies 1-3 registered: unstable (the runs recorded no "
                     "threshold)"
@@ -77,12 +77,12 @@ def _cells(table: pd.DataFrame, where: str) -> list[str]:
         )
     if "value" in kinds:
         parts.append(
-            f"Other columns: {STAT_LABEL[a['stat']]} over runs, {level} percentile-bootstrap CI "
+            f"Other columns: {STAT_LABEL[table.stat]} over runs, {level} percentile-bootstrap CI "
             f"{where} (n= where fewer runs had a value)."
         )
-    itt = [m for m in a["metrics"] if METRICS[m].itt]
+    itt = [m for m in table.metrics if METRICS[m].itt]
     if itt:
-        declared = a["diverged_return"]
+        declared = table.diverged_return
         values = ", ".join(f"{task} {value:g}" for task, value in declared.items())
         names = " and ".join(METRICS[m].label for m in itt)
         parts.append(
@@ -94,12 +94,11 @@ def _cells(table: pd.DataFrame, where: str) -> list[str]:
     return parts
 
 
-def _family_sizes(table: pd.DataFrame) -> str:
+def _family_sizes(table: Table) -> str:
     """``tuned m=2, stress m=2`` (with the columns whose m differs named)."""
-    a = table.attrs
     out = []
-    for stratum in dict.fromkeys(table["stratum_label"]):
-        sizes = {name: a["m"][name][stratum] for name in a["metrics"]}
+    for stratum in dict.fromkeys(table.rows["stratum_label"]):
+        sizes = {name: table.m[name][stratum] for name in table.metrics}
         counts = Counter(sizes.values())
         common = max(counts, key=lambda m: (counts[m], m))  # the usual m; ties: the larger
         odd = [f"{METRICS[n].label} m={m}" for n, m in sizes.items() if m != common]
@@ -108,18 +107,17 @@ def _family_sizes(table: pd.DataFrame) -> str:
     return "; ".join(out)
 
 
-def _contrasts(table: pd.DataFrame, *, stacked: bool) -> list[str]:
-    a = table.attrs
-    if a["baseline"] is None:
+def _contrasts(table: Table, *, stacked: bool) -> list[str]:
+    if table.baseline is None:
         return ["No baseline: no contrast, no test, nothing bold."]
-    level = f"{round(100 * a['confidence'])}%"
-    strata = a["strata_keys"]
+    level = f"{round(100 * table.confidence)}%"
+    strata = table.strata_keys
     same = f" of the same {', '.join(strata)}" if strata else ""
-    kinds = {METRICS[m].kind for m in a["metrics"]}
-    stat = STAT_LABEL[a["stat"]]
-    paired = a["analysis"] == "paired"
+    kinds = {METRICS[m].kind for m in table.metrics}
+    stat = STAT_LABEL[table.stat]
+    paired = table.analysis == "paired"
     parts = [
-        f"Contrasts: each {a['compared_key']} against {a['baseline']}{same}"
+        f"Contrasts: each {table.compared_key} against {table.baseline}{same}"
         + (", runs paired by seed (paired analysis)." if paired else " (independent samples).")
     ]
     what = []
@@ -128,7 +126,7 @@ def _contrasts(table: pd.DataFrame, *, stacked: bool) -> list[str]:
             f"rates: mean paired difference with {level} paired-bootstrap CI, exact McNemar p"
             if paired
             else f"rates: risk difference with Newcombe hybrid-score {level} CI, "
-            f"two-sided {_RATE_TEST[a['rate_test']]}"
+            f"two-sided {_RATE_TEST[table.rate_test]}"
         )
     if "value" in kinds:
         what.append(
@@ -144,7 +142,7 @@ def _contrasts(table: pd.DataFrame, *, stacked: bool) -> list[str]:
             f"{level} MOVER CI from the two arms' CIs, Gray's test (rho = 0)"
             + (" (unpaired)" if paired else "")
         )
-    parts.append(f"Δ: {a['compared_key']} minus baseline; " + "; ".join(what) + ".")
+    parts.append(f"Δ: {table.compared_key} minus baseline; " + "; ".join(what) + ".")
     parts.append(
         "Δ intervals are per contrast, not adjusted for multiplicity, and come from another "
         "method than p: one may exclude 0 while p_adj ≥ α."
@@ -155,31 +153,28 @@ def _contrasts(table: pd.DataFrame, *, stacked: bool) -> list[str]:
         f"p_adj{below}: Holm-adjusted {where}, over that stratum's contrasts in the column "
         f"({_family_sizes(table)})."
     )
-    if a["confirmatory"]:
-        named = ", ".join(
-            f"{c['group']} on {METRICS[c['metric']].label}" for c in a["confirmatory"]
-        )
+    if table.confirmatory:
+        named = ", ".join(f"{c.group} on {METRICS[c.metric].label}" for c in table.confirmatory)
         parts.append(
             f"*: confirmatory, declared before the runs, tested alone (m=1): {named}; every other "
             "contrast is exploratory."
         )
-    parts += equivalence_sentences(list(a.get("margins", {}).values()), alpha=a["alpha"])
-    if a.get("audit"):
-        parts.append(f"No *: {a['audit']}.")
-    parts.append(f"Bold: p_adj < α = {a['alpha']:g}, and nothing else.")
+    parts += equivalence_sentences(list(table.margins.values()), alpha=table.alpha)
+    if table.audit:
+        parts.append(f"No *: {table.audit}.")
+    parts.append(f"Bold: p_adj < α = {table.alpha:g}, and nothing else.")
     return parts
 
 
-def table_caption(table: pd.DataFrame, *, stacked: bool = False) -> str:
+def table_caption(table: Table, *, stacked: bool = False) -> str:
     """What the table shows, the tests, the correction and the bold rule, in plain text.
 
     Args:
-      table: from :func:`~experiments.report.tables.summarize`.
+      table: from :func:`~experiments.report.table.summarize.summarize`.
       stacked: intervals sit below their values (LaTeX) rather than beside them (Markdown).
     """
-    a = table.attrs
-    fixed = ", ".join(f"{k}={v}" for k, v in a["constants"].items())
-    parts = [f"{a['ablation'] or 'runs'}" + (f" ({fixed})" if fixed else "") + "."]
+    fixed = ", ".join(f"{k}={v}" for k, v in table.constants.items())
+    parts = [f"{table.ablation or 'runs'}" + (f" ({fixed})" if fixed else "") + "."]
     parts.append(_runs(table))
     parts += _cells(table, "below" if stacked else "in brackets")
     parts += _contrasts(table, stacked=stacked)

@@ -1,4 +1,5 @@
-"""The table of :func:`~experiments.report.tables.summarize` as Markdown, LaTeX, CSV or JSON.
+"""The table of :func:`~experiments.report.table.summarize.summarize` as Markdown, LaTeX, CSV or
+JSON.
 
 Markdown and LaTeX show, per group: the keys that vary (keys every run shares go into the caption),
 ``n`` (runs of the design, when groups differ), and per metric three things: the estimate with its
@@ -7,7 +8,8 @@ threshold by the end ``[CI] (k/n)``, another figure as the statistic ``[CI]``), 
 the stratum's baseline (``Δ [CI]``) and its Holm-adjusted p (``p_adj``, ``*`` when confirmatory);
 then the excluded runs when there are any. An estimate is bold exactly when its printed ``p_adj``
 is below alpha (:func:`format_p` prints as many digits as that comparison needs). The caption
-(:func:`~experiments.report.caption.table_caption`) names the runs, the rules, the contrasts, the
+(:func:`~experiments.report.table.caption.table_caption`) names the runs, the rules, the contrasts,
+the
 tests, the correction and its m.
 
 Markdown: one column per item, caption below; stable (the same folder gives the same bytes). LaTeX:
@@ -31,12 +33,14 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from experiments.base.errors import unknown_choice
-from experiments.report.caption import table_caption
-from experiments.report.markup import latex_stack, latex_text, markdown_table
-from experiments.report.tables import METRICS
+from experiments.report.table.caption import table_caption
+from experiments.report.table.markup import latex_stack, latex_text, markdown_table
+from experiments.report.table.metrics import METRICS
 
 if TYPE_CHECKING:
     from pandas.io.formats.style import Styler
+
+    from experiments.report.table.summarize import Table
 
 __all__ = ["FORMATS", "format_number", "format_p", "render", "table_caption"]
 
@@ -147,22 +151,22 @@ def _p_adjusted(row: pd.Series, name: str, alpha: float) -> _Cell:
     return _Cell((text + star,))
 
 
-def _equivalence(row: pd.Series, name: str, attrs: dict) -> list[_Cell]:
+def _equivalence(row: pd.Series, name: str, table: Table) -> list[_Cell]:
     """The equivalence cell of a metric with a margin (none without): the verdict, the
     (1 - 2 alpha) interval of Δ and the TOST p_adj; ``base`` on the baseline's row."""
-    if name not in attrs.get("margins", {}):
+    if name not in table.margins:
         return []
     if row["is_baseline"]:
         return [_Cell(("base",))]
-    level = f"{round(100 * (1 - 2 * attrs['alpha']))}%"
+    level = f"{round(100 * (1 - 2 * table.alpha))}%"
     fmt = (lambda v: f"{v:+.2f}") if METRICS[name].rate else _signed
     low, high = row[f"{name}_equiv_low"], row[f"{name}_equiv_high"]
-    p = format_p(row[f"{name}_tost_p_adjusted"], alpha=attrs["alpha"])
+    p = format_p(row[f"{name}_tost_p_adjusted"], alpha=table.alpha)
     return [_Cell((row[f"{name}_verdict"], f"{level} {_interval(low, high, fmt)}", f"p={p}"))]
 
 
 def _columns(
-    table: pd.DataFrame,
+    table: Table,
     *,
     stacked: bool,
     metrics: Sequence[str] | None = None,
@@ -174,12 +178,11 @@ def _columns(
     columns of their own, which keeps the table within the text width. ``metrics``: these only
     (default: all); ``excluded``: the excluded runs' column, when any run was excluded.
     """
-    attrs = table.attrs
-    metrics = attrs["metrics"] if metrics is None else metrics
-    keys = attrs["shown_keys"] or ["group"]
-    show_n = table["seeds"].nunique() > 1  # else the caption says n
-    notes = excluded and bool(table["excluded"].any())
-    contrasts = attrs["baseline"] is not None
+    metrics = table.metrics if metrics is None else metrics
+    keys = list(table.shown_keys) or ["group"]
+    show_n = table.rows["seeds"].nunique() > 1  # else the caption says n
+    notes = excluded and bool(table.rows["excluded"].any())
+    contrasts = table.baseline is not None
     headers = [("", k) for k in keys] + ([("", "n")] if show_n else [])
     for name in metrics:
         metric = METRICS[name]
@@ -190,12 +193,12 @@ def _columns(
         if contrasts and not stacked:
             headers.append((metric.label, "Δ"))
             headers.append((metric.label, "p_adj"))
-            if name in attrs.get("margins", {}):
+            if name in table.margins:
                 headers.append((metric.label, "equivalence"))
     if notes:
         headers.append(("", "excluded"))
     body = []
-    for _, row in table.iterrows():
+    for _, row in table.rows.iterrows():
         line = [_Cell((str(row[k]),)) for k in keys]
         line += [_Cell((str(row["seeds"]),))] if show_n else []
         for name in metrics:
@@ -204,8 +207,8 @@ def _columns(
                 line.append(cell)
                 continue
             delta = _delta(row, name)
-            p = _p_adjusted(row, name, attrs["alpha"])
-            equivalent = _equivalence(row, name, attrs)
+            p = _p_adjusted(row, name, table.alpha)
+            equivalent = _equivalence(row, name, table)
             if not stacked:
                 line += [cell, *([delta] if delta is not None else []), p, *equivalent]
             elif row["is_baseline"]:
@@ -223,11 +226,11 @@ def _columns(
     return headers, body
 
 
-def _tabular(table: pd.DataFrame, metrics: Sequence[str], *, excluded: bool) -> tuple[Styler, str]:
+def _tabular(table: Table, metrics: Sequence[str], *, excluded: bool) -> tuple[Styler, str]:
     """One LaTeX block: the keys and ``metrics``, each metric's cell stacked; and its column
     format."""
     headers, body = _columns(table, stacked=True, metrics=metrics, excluded=excluded)
-    n_keys = len(table.attrs["shown_keys"] or ["group"])
+    n_keys = len(table.shown_keys or ["group"])
     columns = pd.MultiIndex.from_tuples([(latex_text(a), latex_text(b)) for a, b in headers])
     cells = []
     for line in body:
@@ -243,16 +246,16 @@ def _tabular(table: pd.DataFrame, metrics: Sequence[str], *, excluded: bool) -> 
     return styler, "@{}" + "l" * n_keys + "r" * (len(headers) - n_keys) + "@{}"
 
 
-def _latex(table: pd.DataFrame, *, caption_text: str | None, label: str | None) -> str:
+def _latex(table: Table, *, caption_text: str | None, label: str | None) -> str:
     """One ``table`` float; with more than :data:`_LATEX_METRICS` metrics, their columns are split
     over several ``tabular`` blocks one below the other (each with the keys), so the table keeps
     within the text width of a one-column article."""
-    metrics = table.attrs["metrics"]
+    metrics = table.metrics
     n_blocks = math.ceil(len(metrics) / _LATEX_METRICS)
     size = math.ceil(len(metrics) / n_blocks)
     blocks = [metrics[i : i + size] for i in range(0, len(metrics), size)]
     text = caption_text if caption_text is not None else table_caption(table, stacked=True)
-    label = label if label is not None else f"tab:{table.attrs['ablation'] or 'runs'}"
+    label = label if label is not None else f"tab:{table.ablation or 'runs'}"
     tabulars = []
     for i, block in enumerate(blocks):
         styler, column_format = _tabular(table, block, excluded=i == len(blocks) - 1)
@@ -267,7 +270,7 @@ def _latex(table: pd.DataFrame, *, caption_text: str | None, label: str | None) 
     return head + "\\par\\medskip\n".join(tabulars) + "\\end{table}\n"
 
 
-def _markdown(table: pd.DataFrame) -> str:
+def _markdown(table: Table) -> str:
     headers, body = _columns(table, stacked=False)
     names = [b if not a else f"{a} {b}".replace(" k/n", "") for a, b in headers]
     rows = []
@@ -277,29 +280,37 @@ def _markdown(table: pd.DataFrame) -> str:
             first = f"**{cell.lines[0]}**" if cell.bold else cell.lines[0]
             texts.append(cell.joiner.join([first, *cell.lines[1:]]))
         rows.append(texts)
-    n_keys = len(table.attrs["shown_keys"] or ["group"])
+    n_keys = len(table.shown_keys or ["group"])
     align = ["left"] * n_keys + ["right"] * (len(headers) - n_keys)
     return markdown_table(names, rows, align=align) + f"\n\n{table_caption(table)}\n"
 
 
-_JSON_SETTINGS = (
-    "confidence",
-    "alpha",
-    "analysis",
-    "rate_test",
-    "constants",
-    "compared_key",
-    "strata_keys",
-    "m",
-    "confirmatory",
-    "diverged_return",
-    "excluded",
-    "threshold",
-)
+def _json(table: Table) -> str:
+    """Every numeric column (NaN as null), the table's settings beside the rows."""
+    records = json.loads(table.rows.to_json(orient="records"))
+    meta = {
+        "ablation": table.ablation,
+        "stat": table.stat,
+        "baseline": table.baseline,
+        "metrics": list(table.metrics),
+        "confidence": table.confidence,
+        "alpha": table.alpha,
+        "analysis": table.analysis,
+        "rate_test": table.rate_test,
+        "constants": table.constants,
+        "compared_key": table.compared_key,
+        "strata_keys": list(table.strata_keys),
+        "m": table.m,
+        "confirmatory": [dataclasses.asdict(c) for c in table.confirmatory],
+        "diverged_return": table.diverged_return,
+        "excluded": table.excluded,
+        "threshold": table.threshold,
+    }
+    return json.dumps({**meta, "rows": records}, indent=2)
 
 
 def render(
-    table: pd.DataFrame,
+    table: Table,
     *,
     fmt: str,
     caption: str | None = None,
@@ -308,7 +319,7 @@ def render(
     """The table as text.
 
     Args:
-      table: from :func:`~experiments.report.tables.summarize`.
+      table: from :func:`~experiments.report.table.summarize.summarize`.
       fmt: ``md`` (GitHub Markdown, caption below), ``latex`` (pandas Styler, booktabs rules,
         caption and label; needs only ``\\usepackage{booktabs}``), ``csv`` or ``json`` (every
         numeric column, NaN as null, the table's settings beside the rows).
@@ -323,10 +334,7 @@ def render(
     if fmt == "latex":
         return _latex(table, caption_text=caption, label=label)
     if fmt == "csv":
-        return table.to_csv(index=False)
+        return table.rows.to_csv(index=False)
     if fmt == "json":
-        records = json.loads(table.to_json(orient="records"))
-        meta = {k: table.attrs[k] for k in ("ablation", "stat", "baseline", "metrics")}
-        meta.update({k: table.attrs[k] for k in _JSON_SETTINGS})
-        return json.dumps({**meta, "rows": records}, indent=2)
+        return _json(table)
     raise unknown_choice("format", fmt, FORMATS)

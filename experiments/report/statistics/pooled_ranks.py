@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from experiments.report.pooled import informative_strata
+from experiments.report.statistics.pooled_rates import informative_strata
 
 __all__ = ["RankContrast", "Sample", "van_elteren"]
 
@@ -94,7 +94,7 @@ def van_elteren(strata: Mapping[str, Sample]) -> RankContrast:
     """
     from scipy.stats import norm
 
-    from experiments.report.significance import mann_whitney_p
+    from experiments.report.statistics.significance import mann_whitney_p
 
     used, left_out = informative_strata(strata)
     nan = math.nan

@@ -1,6 +1,6 @@
 """The per-run endpoint columns of a results table: the outcome classes and the registered ones.
 
-:func:`add_endpoints` adds to :attr:`~experiments.report.results.Results.runs`:
+:func:`add_endpoints` adds to :attr:`~experiments.report.runs.results.Results.runs`:
 
 * ``threshold``: the run's **declared** competence threshold in its reward units: the one its
   summary recorded, else its task registry's (``experiments.tasks.registry``, with its source)

@@ -15,10 +15,10 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from experiments.report.layout import layout_of, panel_grid
-from experiments.report.profile import itt_final_returns
-from experiments.report.results import Results
-from experiments.report.style import STYLE, figure_legend, fold_label
+from experiments.report.figures.layout import layout_of, panel_grid
+from experiments.report.figures.profile import itt_final_returns
+from experiments.report.figures.style import STYLE, figure_legend, fold_label
+from experiments.report.runs.results import Results
 
 __all__ = ["final_returns"]
 

@@ -16,7 +16,7 @@ import matplotlib as mpl
 import pandas as pd
 from matplotlib.figure import Figure
 
-from experiments.report.style import (
+from experiments.report.figures.style import (
     COLUMN_WIDTH,
     LEGEND_ROOM,
     PANEL_HEIGHT,
@@ -38,7 +38,7 @@ class Layout:
       line_key: the key whose values are the lines (``group`` when no key varies).
       panel_keys: the keys whose combinations are the panels (empty: one panel).
       values: the line values, in the order the legend lists them (registry order).
-      styles: ``{value: line style}`` (:func:`~experiments.report.style.value_styles`).
+      styles: ``{value: line style}`` (:func:`~experiments.report.figures.style.value_styles`).
     """
 
     line_key: str
@@ -85,7 +85,8 @@ def layout_of(runs: pd.DataFrame, group_keys: Sequence[str]) -> Layout:
 
 
 def panel_grid(n: int, *, height: float = PANEL_HEIGHT, sharey: bool = True) -> tuple[Figure, list]:
-    """A figure :data:`~experiments.report.style.COLUMN_WIDTH` wide with ``n`` panels, at most two
+    """A figure :data:`~experiments.report.figures.style.COLUMN_WIDTH` wide with ``n`` panels, at
+    most two
     per row, sharing x and (by default) y; unused cells hidden.
 
     Returns:

@@ -5,7 +5,7 @@ group equal to it but for the compared key (default ``variant=none``), in one me
 is the values of every other key that varies (e.g. ``regime``): arms are only ever compared with
 the baseline of their own stratum.
 
-Per contrast (arm minus baseline), :func:`rate_contrast` and :func:`value_contrast` give the effect
+Per contrast (arm minus baseline), :func:`contrast` gives the effect
 with its interval and the p-value of the declared test:
 
 ============  ===============================================  ==================================
@@ -32,14 +32,16 @@ Which key is compared and which keys form the strata: :func:`resolve_baseline`,
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Hashable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from experiments.base.errors import ConfigError, unknown_choice
-from experiments.report.results import Results
-from experiments.report.significance import (
+from experiments.report.statistics.intervals import difference_ci, risk_difference_ci
+from experiments.report.statistics.significance import (
     barnard_p,
     fisher_p,
     holm,
@@ -47,7 +49,9 @@ from experiments.report.significance import (
     mcnemar_p,
     wilcoxon_p,
 )
-from experiments.report.stats import difference_ci, risk_difference_ci
+
+if TYPE_CHECKING:
+    from experiments.report.runs.results import Results
 
 __all__ = [
     "ANALYSES",
@@ -56,10 +60,10 @@ __all__ = [
     "adjust",
     "check_choice",
     "compared_key",
+    "contrast",
     "pair_by_seed",
-    "rate_contrast",
+    "ContrastOptions",
     "resolve_baseline",
-    "value_contrast",
     "varying_keys",
 ]
 
@@ -88,73 +92,68 @@ def _rate(x: np.ndarray) -> tuple[int, int]:
     return int((defined >= 0.5).sum()), len(defined)
 
 
-def rate_contrast(
-    x: np.ndarray,
-    y: np.ndarray,
-    *,
-    analysis: str = "independent",
-    rate_test: str = "fisher",
-    confidence: float = 0.95,
-    n_resamples: int = 9999,
-    seed: int = 0,
+@dataclasses.dataclass(frozen=True)
+class ContrastOptions:
+    """How a contrast is computed (the table above).
+
+    Attributes:
+      analysis: a name in :data:`ANALYSES`.
+      rate_test: a name in :data:`RATE_TESTS` (a rate, independent analysis only).
+      stat: the statistic of a value (``mean``, ``iqm``, ``median``).
+      confidence: the interval's level.
+      n_resamples: bootstrap resamples (a value; a rate in the paired analysis).
+      seed: seeds the bootstrap.
+    """
+
+    analysis: str = "independent"
+    rate_test: str = "fisher"
+    stat: str = "mean"
+    confidence: float = 0.95
+    n_resamples: int = 9999
+    seed: int = 0
+
+
+def contrast(
+    kind: str, x: np.ndarray, y: np.ndarray, options: ContrastOptions = ContrastOptions()
 ) -> tuple[float, float, float, float]:
-    """The difference of two arms' rates, its interval and the p-value (table above).
+    """Arm minus baseline in one metric: the difference, its interval and the p-value of the
+    declared test (the table above).
 
     Args:
-      x: ``[N_x]`` the arm's 0/1 verdicts (NaN: undefined, left out).
+      kind: ``rate`` (0/1 verdicts per run: the difference of the rates) or ``value`` (one number
+        per run: the difference of the statistic).
+      x: ``[N_x]`` the arm's per-run figures (NaN: undefined or no value, left out).
       y: ``[N_y]`` the baseline's; paired: ``[N_x]``, the runs of the same seeds in x's order.
-      analysis: a name in :data:`ANALYSES`.
-      rate_test: a name in :data:`RATE_TESTS` (independent analysis only).
-      confidence: the interval's level.
-      n_resamples: bootstrap resamples (paired analysis only).
-      seed: seeds the bootstrap.
+      options: the analysis, test, statistic, level and bootstrap.
 
     Returns:
       ``(difference, low, high, p)``.
     """
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if analysis == "paired":
-        boot = {"confidence": confidence, "n_resamples": n_resamples, "seed": seed}
+    return _rate_contrast(x, y, options) if kind == "rate" else _value_contrast(x, y, options)
+
+
+def _rate_contrast(x: np.ndarray, y: np.ndarray, options: ContrastOptions) -> tuple:
+    if options.analysis == "paired":
         if not (np.isfinite(x) & np.isfinite(y)).any():
             return float("nan"), float("nan"), float("nan"), float("nan")
         x = np.where(np.isfinite(x), x >= 0.5, np.nan)
         y = np.where(np.isfinite(y), y >= 0.5, np.nan)
-        delta, low, high = difference_ci(x, y, paired=True, **boot)
+        boot = {"n_resamples": options.n_resamples, "seed": options.seed}
+        delta, low, high = difference_ci(x, y, paired=True, confidence=options.confidence, **boot)
         return delta, low, high, mcnemar_p(x, y)
     (k1, n1), (k2, n2) = _rate(x), _rate(y)
-    delta, low, high = risk_difference_ci(k1, n1, k2, n2, confidence=confidence)
-    test = fisher_p if rate_test == "fisher" else barnard_p
+    delta, low, high = risk_difference_ci(k1, n1, k2, n2, confidence=options.confidence)
+    test = fisher_p if options.rate_test == "fisher" else barnard_p
     return delta, low, high, test(k1, n1, k2, n2)
 
 
-def value_contrast(
-    x: np.ndarray,
-    y: np.ndarray,
-    *,
-    analysis: str = "independent",
-    stat: str = "mean",
-    confidence: float = 0.95,
-    n_resamples: int = 9999,
-    seed: int = 0,
-) -> tuple[float, float, float, float]:
-    """The difference of a statistic between two arms, its interval and the p-value.
-
-    Args:
-      x: ``[N_x]`` the arm's per-run values (NaN: no value, left out).
-      y: ``[N_y]`` the baseline's; paired: ``[N_x]``, the runs of the same seeds in x's order.
-      analysis: a name in :data:`ANALYSES`.
-      stat: the statistic (``mean``, ``iqm``, ``median``).
-      confidence: the interval's level.
-      n_resamples: bootstrap resamples.
-      seed: seeds the bootstrap.
-
-    Returns:
-      ``(difference, low, high, p)``.
-    """
-    paired = analysis == "paired"
+def _value_contrast(x: np.ndarray, y: np.ndarray, options: ContrastOptions) -> tuple:
+    paired = options.analysis == "paired"
     delta, low, high = difference_ci(
-        x, y, stat=stat, paired=paired, confidence=confidence, n_resamples=n_resamples, seed=seed
-    )
+        x, y, stat=options.stat, paired=paired, confidence=options.confidence,
+        n_resamples=options.n_resamples, seed=options.seed,
+    )  # fmt: skip
     p = wilcoxon_p(x, y) if paired else mann_whitney_p(x, y)
     return delta, low, high, p
 

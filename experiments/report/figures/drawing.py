@@ -13,8 +13,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from experiments.report.layout import Layout
-from experiments.report.style import figure_legend
+from experiments.report.figures.layout import Layout
+from experiments.report.figures.style import figure_legend
 
 __all__ = [
     "GREY",

@@ -1,0 +1,3 @@
+"""``gradlab table``: the runs of one folder -> one typed ``Table`` (``summarize``), its metrics
+(``metrics``), its caption (``caption``) and its text: Markdown, LaTeX, CSV, JSON (``render``,
+``markup``)."""
