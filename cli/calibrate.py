@@ -2,9 +2,10 @@
 
 Thin: the inputs are checked and every rung planned by
 :func:`experiments.protocols.calibration.calibrate.prepare`
-(nothing runs or is written on bad input: one line, exit 2); each rung runs as one
-`gradlab sweep` (:func:`cli.jobs.sweep`, called, not copied); :func:`run_calibration` counts,
-decides and writes the record and the preset.
+(nothing runs or is written on bad input: one line, exit 2); each rung runs as one sweep of the
+sweep service (:mod:`experiments.launch.sweep`, in this process, printed as `gradlab sweep`
+prints it: :func:`cli.jobs.sweep_command`); :func:`run_calibration` counts, decides and writes
+the record and the preset.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli._errors import USAGE_ERROR, guarded
+from cli._errors import guarded
 
 if TYPE_CHECKING:
     from experiments.protocols.calibration.calibrate import Calibration
@@ -140,7 +141,8 @@ def calibrate(
 
       gradlab sweep ablation=hidden_scale regime=calibrated/cartpole task=cartpole
     """
-    from cli.jobs import config_dir_of, job_of, parallel_jobs, sweep
+    from cli.jobs import config_dir_of, job_of, parallel_jobs, sweep_command
+    from experiments.launch.sweep import SweepRequest
     from experiments.protocols.calibration.calibrate import prepare, run_calibration
 
     job = job_of(ctx)
@@ -159,12 +161,9 @@ def calibrate(
         return
 
     def run_sweep(sweep_overrides: list[str]) -> None:
-        try:
-            sweep(ctx, sweep_overrides, jobs=jobs, dry_run=False, force=False, config_dir=conf)
-        except typer.Exit as done:
-            if done.exit_code == USAGE_ERROR:
-                raise
-            # failed or unfinished runs: the counts say so, and the calibration stops there
+        request = SweepRequest(tuple(sweep_overrides), jobs=jobs, config_dir=conf, job=job)
+        sweep_command(request)  # a refusal raises (exit 2); failed, unfinished or stopped
+        # runs: the rung's counts say so, and the calibration stops there
 
     # runs at once, as the sweep runs them: a rung asks whether it can still meet the rule after
     # whole waves of runs only

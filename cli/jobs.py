@@ -9,15 +9,20 @@ which is how the tests run the machinery around a stand-in job.
 from __future__ import annotations
 
 import re
+import signal
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from cli._errors import guarded
 from experiments.base.errors import ConfigError
 
-__all__ = ["config_dir_of", "job_of", "list_", "run", "sweep"]
+if TYPE_CHECKING:
+    from experiments.launch.counting import Stopped
+    from experiments.launch.sweep import Launched, SweepRequest
+
+__all__ = ["config_dir_of", "job_of", "list_", "parallel_jobs", "run", "sweep", "sweep_command"]
 
 _OVERRIDES_HELP = (
     "Hydra overrides: seed=0, variant=scale_gradient variant.scale=0.25, task=cartpole, "
@@ -45,117 +50,69 @@ def config_dir_of(config_dir: Path | None) -> Path:
     return config_dir.resolve()
 
 
-def _counts(jobs: list, *, skipped: set[str]) -> tuple[dict[str, int], list[str]]:
-    from experiments.jobs import store
-
-    counts = dict.fromkeys(("completed", "diverged", "timeout", "failed", "skipped"), 0)
-    missing = []
-    for job in jobs:
-        if job.name in skipped:
-            counts["skipped"] += 1
-            continue
-        summary = store.read_summary(job.job_dir)
-        status = summary.status if summary else None
-        if status in counts or status == "interrupted":  # a job's process stopped by a signal
-            counts[status] = counts.get(status, 0) + 1
-        elif status == "running" and store.job_locked(job.job_dir):
-            # another sweep on the same folder runs it now: its own sweep reports how it ends
-            counts["running elsewhere"] = counts.get("running elsewhere", 0) + 1
-        else:  # no summary, or "running" with no live process: the job never finished
-            missing.append(job.name)
-    return counts, missing
-
-
-def _stopped(jobs: list, signum: int) -> str:
-    """The one line a stopped sweep (or run) prints; first records its jobs killed while they
-    ran (the grace ran out, or a second signal) as ``interrupted``."""
-    import signal
-
-    from experiments.jobs import store
-
-    name = signal.Signals(signum).name
-    reason = f"stopped by {name} before its next step"
-    counts = dict.fromkeys(("completed", "diverged", "timeout", "failed", "interrupted"), 0)
-    for job in jobs:
-        store.mark_interrupted(job.job_dir, reason=reason)
-        summary = store.read_summary(job.job_dir)
-        if summary is not None and summary.status in counts:
-            counts[summary.status] += 1
-    started = sum(counts.values())
-    shown = [f"{counts['completed']} of {len(jobs)} jobs completed"]
+def _stopped_line(stopped: Stopped) -> str:
+    """The one line a stopped sweep (or run) prints."""
+    counts = stopped.by_status
+    shown = [f"{counts['completed']} of {stopped.jobs} jobs completed"]
     shown += [f"{n} {k}" for k, n in counts.items() if n and k not in ("completed", "interrupted")]
-    shown += [f"{counts['interrupted']} interrupted", f"{len(jobs) - started} not started"]
-    head = "interrupted" if signum == signal.SIGINT else f"interrupted by {name}"
+    shown += [f"{counts['interrupted']} interrupted", f"{stopped.not_started} not started"]
+    head = "interrupted" if stopped.signum == signal.SIGINT else f"interrupted by {stopped.name}"
     return f"{head}: {', '.join(shown)}; the same command resumes them"
 
 
-def _wait_for_running(jobs: list, *, timeout: float) -> None:
-    """Waits up to ``timeout`` seconds for the jobs some live process holds (they stop at their
-    next step) to end, when the launcher's own wait was cut short."""
-    import time
-
-    from experiments.jobs import store
-
-    deadline = time.monotonic() + timeout
-    while any(store.job_locked(j.job_dir) for j in jobs) and time.monotonic() < deadline:
-        time.sleep(0.1)
+def _echo_stopped(stopped: Stopped) -> None:
+    typer.echo(_stopped_line(stopped))
 
 
-def _launch(overrides: list[str], *, planned: list, conf: Path, job, multirun: bool,
-            progress=None) -> None:  # fmt: skip
-    """Runs Hydra on ``overrides`` so that nothing it starts outlives it. A stop signal ends the
-    jobs at their next step (:class:`experiments.jobs.lifetime.Sweep`), then prints one line and
-    exits with ``128 + signal``; a launcher's own failure (e.g. Ray down) is reported in one line.
-    Finished results are kept either way."""
-    from experiments.jobs import lifetime
-    from experiments.launch import hydra_app
-
-    def hard_stop(signum: int) -> None:
-        typer.echo(_stopped(planned, signum))
-
-    with lifetime.Sweep(on_hard_stop=hard_stop) as stopping:
-        try:
-            hydra_app.launch(
-                overrides, multirun=multirun, config_dir=conf, job=job, progress=progress
-            )
-        except ConfigError:
-            raise
-        except SystemExit:  # Ray's driver turns SIGTERM into sys.exit(15) in this thread
-            if not stopping.stopped(timeout=5):
-                raise
-            _wait_for_running(planned, timeout=lifetime.GRACE_S)
-        except Exception as err:  # noqa: BLE001 - a launcher's own failure (e.g. Ray down)
-            if stopping.signal is None:
-                text = str(err).strip().splitlines()
-                typer.echo(
-                    f"error: the sweep stopped early ({type(err).__name__}: "
-                    f"{text[0][:200] if text else ''}); finished results are kept: run the same "
-                    "command again to run the unfinished jobs",
-                    err=True,
-                )
-    if stopping.signal is not None:
-        typer.echo(_stopped(planned, stopping.signal))
-        raise typer.Exit(stopping.exit_code)
+def _ended(launched: Launched) -> None:
+    """Prints how a launch ended early: the launcher's own failure (stderr), a stop's line."""
+    if launched.launcher_error is not None:
+        typer.echo(
+            f"error: the sweep stopped early ({launched.launcher_error}); finished results are "
+            "kept: run the same command again to run the unfinished jobs",
+            err=True,
+        )
+    if launched.stopped is not None:
+        _echo_stopped(launched.stopped)
 
 
-def _check_study(planned: list, conf: Path) -> None:
-    """A sweep into a pre-registered study's folder refuses a design that no longer matches its
-    record, a pinned file changed since, and any job outside the design (a seed, an arm, a
-    setting): one line, exit 2; notes on settings added since are printed."""
+def sweep_command(request: SweepRequest) -> int:
+    """A sweep as `gradlab sweep` runs and prints it (:mod:`experiments.launch.sweep`): the notes,
+    the jobs of a dry run, or the counts after the run (or a stop's line); returns the exit
+    status (0; 1: a job failed, was interrupted or is unfinished; 128 + signal: stopped).
+    `gradlab calibrate` and `gradlab study run` run each of their sweeps through it.
+
+    Raises:
+      ConfigError: the sweep refused before anything ran.
+    """
+    from experiments.launch.sweep import prepare_sweep, run_sweep
     from experiments.protocols.study.record import check_folder
 
-    for folder in sorted({j.job_dir.parent for j in planned}):
-        jobs = [j.overrides for j in planned if j.job_dir.parent == folder]
-        for note in check_folder(folder, config_dir=conf, jobs=jobs):
-            typer.echo(f"note: {note}")
-
-
-def _logger_mode(overrides: list[str], config_dir: Path) -> str:
-    chosen = [o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0] == "logger"]
-    name = chosen[-1] if chosen else "wandb_offline"
-    path = config_dir / "logger" / f"{name}.yaml"
-    text = path.read_text(encoding="utf-8") if path.is_file() else ""
-    return "none" if "mode: none" in text else "wandb"
+    plan = prepare_sweep(
+        request,
+        check_folder=check_folder,
+        warn=lambda line: typer.echo(f"note: {line}", err=True),
+        note=lambda line: typer.echo(f"note: {line}"),
+    )
+    skipped = plan.skipped
+    if request.dry_run:
+        for j in plan.jobs:
+            typer.echo(f"{'run ' if j.run else 'skip'}  {j.job_dir}  ({j.reason})")
+        typer.echo(f"{len(plan.jobs) - len(skipped)} to run, {len(skipped)} to skip")
+        return 0
+    result = run_sweep(plan, on_hard_stop=_echo_stopped)
+    _ended(result.launched)
+    if result.counts is not None:
+        counts = result.counts
+        line = ", ".join(f"{n} {k}" for k, n in counts.by_status.items())
+        if counts.unfinished:
+            shown = ", ".join(counts.unfinished[:3])
+            line += f", {len(counts.unfinished)} unfinished ({shown}...)"
+        typer.echo(f"{len(plan.jobs)} jobs: {line}")
+        where = plan.wandb_folder
+        if where is not None:
+            typer.echo(f"upload the W&B runs with: wandb sync {where}/*/wandb/offline-run-*")
+    return result.exit_code
 
 
 @guarded
@@ -180,6 +137,7 @@ def run(
     from cli._progress import RichProgress
     from experiments.jobs import store
     from experiments.launch import plan
+    from experiments.launch.sweep import launch_jobs
 
     job = job_of(ctx)
     overrides = list(overrides or [])
@@ -190,14 +148,18 @@ def run(
         return
     task, hyd = plan.split_hydra_overrides(overrides)
     extra = ["runtime.force=true"] if force else []
-    _launch(
+    launched = launch_jobs(
         [*task, *extra, *hyd],
         planned=[planned],
-        conf=conf,
+        config_dir=conf,
         job=job,
         multirun=False,
         progress=RichProgress,
+        on_hard_stop=_echo_stopped,
     )
+    _ended(launched)
+    if launched.stopped is not None:
+        raise typer.Exit(launched.stopped.exit_code)
     summary = store.read_summary(planned.job_dir)
     status = summary.status if summary else "failed"
     typer.echo(f"{status}: {planned.job_dir}")
@@ -206,44 +168,14 @@ def run(
 
 
 def parallel_jobs(jobs: str, *, launcher_given: bool) -> int:
-    """``--jobs``: ``auto`` (one per core, unless another launcher is chosen) or N >= 1.
+    """``--jobs`` as jobs at once (:func:`experiments.launch.settings.parallel_jobs`); a note on
+    stderr when it is capped at the cores."""
+    from experiments.launch import settings
 
-    N above the cores this process may use is capped at them, with a note on stderr: each job
-    is a process of its own with at least one thread, so more jobs than cores only share the
-    cores (and memory) and slow every job, and a mistyped ``--jobs 100000`` would start that
-    many worker processes. Capped rather than refused, so that one command line serves a laptop
-    and a large machine alike.
-    """
-    from experiments.base.process import cores
-
-    if jobs == "auto":
-        return 1 if launcher_given else cores()
-    try:
-        count = int(jobs)
-    except ValueError:
-        message = f"--jobs {jobs!r} is not valid; expected auto or an integer >= 1"
-        raise ConfigError(message) from None
-    if count < 1:
-        raise ConfigError(f"--jobs {count} is out of range; expected auto or an integer >= 1")
-    if count > 1 and launcher_given:
-        raise ConfigError(f"--jobs {count} picks hydra/launcher=joblib; drop one of the two")
-    available = cores()
-    if count > available:
-        typer.echo(
-            f"note: --jobs {count} capped at {available}, the cores this process may use "
-            "(more jobs at once than cores only slows each of them)",
-            err=True,
-        )
-        return available
-    return count
-
-
-def _deal(planned: list, workers: int) -> int:
-    """Jobs dealt to a worker at a time: a run of seeds of one configuration in one worker when
-    that shortens the sweep (it builds the configuration once; :mod:`experiments.jobs.dealing`)."""
-    from experiments.jobs.dealing import deal_size
-
-    return deal_size([j.configuration for j in planned], workers)
+    parallel = settings.parallel_jobs(jobs, launcher_given=launcher_given)
+    if parallel.note is not None:
+        typer.echo(f"note: {parallel.note}", err=True)
+    return parallel.count
 
 
 @guarded
@@ -290,58 +222,19 @@ def sweep(
 
       gradlab sweep ablation=clip hydra/launcher=submitit_slurm hydra.launcher.partition=gpu
     """
-    from experiments.base.process import cores
-    from experiments.launch import plan
+    from experiments.launch.sweep import SweepRequest
 
-    job = job_of(ctx)
-    overrides = list(overrides or [])
-    conf = config_dir_of(config_dir)
-    task, hyd = plan.split_hydra_overrides(overrides)
-    if not any(o.split("=", 1)[0] == "ablation" for o in task):
-        options = ", ".join(plan.group_options(conf, "ablation"))
-        raise ConfigError(f"gradlab sweep needs ablation=NAME; choose one of: {options}")
-    launcher_given = any(o.split("=", 1)[0] == "hydra/launcher" for o in hyd)
-    parallel = parallel_jobs(jobs, launcher_given=launcher_given)
-    planned = plan.plan(
-        overrides, multirun=True, config_dir=conf, force=force, check_writable=not dry_run, job=job
+    request = SweepRequest(
+        tuple(overrides or ()),
+        jobs=jobs,
+        force=force,
+        dry_run=dry_run,
+        config_dir=config_dir_of(config_dir),
+        job=job_of(ctx),
     )
-    _check_study(planned, conf)
-    skipped = {j.name for j in planned if not j.run}
-    if dry_run:
-        for j in planned:
-            typer.echo(f"{'run ' if j.run else 'skip'}  {j.job_dir}  ({j.reason})")
-        typer.echo(f"{len(planned) - len(skipped)} to run, {len(skipped)} to skip")
-        return
-    extra = ["runtime.progress=false"]
-    if parallel > 1:
-        threads = 1 if jobs == "auto" else max(1, cores() // parallel)
-        extra.append(f"runtime.threads={threads}")
-        hyd = [*hyd, "hydra/launcher=joblib", f"hydra.launcher.n_jobs={parallel}"]
-        # joblib cuts its queue into deals of batch_size * n_jobs jobs at a time; its default
-        # first cut (pre_dispatch, 2 * n_jobs jobs) would shift every later deal off the
-        # configurations' boundaries, so everything is queued at once (workers still take the
-        # next deal as they free up).
-        deal = _deal(planned, parallel)
-        hyd += [f"hydra.launcher.batch_size={deal}", "hydra.launcher.pre_dispatch=all"]
-    if not any(o.split("=", 1)[0] == "hydra/sweeper" for o in hyd):
-        # The plan composed and validated every job; Hydra's basic sweeper would do it again
-        # before launching (a measurable cost per job: docs/performance_private.md): the same
-        # sweeper without that second pass.
-        hyd = [*hyd, "hydra/sweeper=planned"]
-    if force:
-        extra.append("runtime.force=true")
-    if len(skipped) < len(planned):
-        _launch([*task, *extra, *hyd], planned=planned, conf=conf, job=job, multirun=True)
-    counts, missing = _counts(planned, skipped=skipped)
-    line = ", ".join(f"{n} {k}" for k, n in counts.items())
-    if missing:
-        line += f", {len(missing)} unfinished ({', '.join(missing[:3])}...)"
-    typer.echo(f"{len(planned)} jobs: {line}")
-    if _logger_mode(task, conf) != "none" and planned:
-        where = planned[0].job_dir.parent
-        typer.echo(f"upload the W&B runs with: wandb sync {where}/*/wandb/offline-run-*")
-    if counts["failed"] or counts.get("interrupted") or missing:
-        raise typer.Exit(1)
+    code = sweep_command(request)
+    if code:
+        raise typer.Exit(code)
 
 
 # --------------------------------------------------------------------------------------------

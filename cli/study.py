@@ -3,22 +3,20 @@ runs and its audit.
 
 The design is `conf/study/NAME.yaml` (docs/studies.md). `register` pins it in the results folder
 before any run; `run` refuses a design that differs from its record, then sweeps the arms one
-after another (the primary contrast's arms first) with `gradlab sweep`, which resumes: the same
+after another (the primary contrast's arms first) through the sweep service in this process
+(:mod:`experiments.launch.sweep`, printed as `gradlab sweep` prints it), which resumes: the same
 command after a stop runs only what is missing. `audit` checks that the folder is exactly what
 was registered (experiments/protocols/study/audit.py).
 """
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from cli._errors import guarded
+from cli._errors import USAGE_ERROR, guarded
 from experiments.base.errors import ConfigError
 
 __all__ = ["app"]
@@ -273,49 +271,17 @@ def audit(
         raise typer.Exit(1)
 
 
-def _sweep(args: list[str]) -> int:
-    """One arm through `gradlab sweep` in a child process of its own process group.
-
-    Every stop signal reaches the child exactly once, through this process: a terminal's Ctrl-C
-    (sent to this process's group, which the child is not in) as much as `kill -INT` or
-    `kill -TERM` to this process alone (the child used to miss those: the arm ran on). Were
-    the child in this process's group, a terminal's Ctrl-C would reach it twice, which it would
-    take as an impatient second signal. If this process dies without passing a signal on, the
-    child gets SIGTERM (PDEATHSIG) and stops cleanly.
-    """
-    return run_child([sys.executable, "-c", "from cli.main import app; app()", "sweep", *args])
-
-
-def run_child(command: list[str]) -> int:
-    """``command`` in a child process of its own process group, every stop signal this process
-    gets passed on to it once (:func:`_sweep`); its exit status."""
-    from experiments.jobs.lifetime import die_with_parent
-
-    child = subprocess.Popen(
-        command, process_group=0, preexec_fn=lambda: die_with_parent(signal.SIGTERM)
-    )
-    previous = {}
-
-    def forward(signum, _frame):
-        child.send_signal(signum)
-
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        previous[signum] = signal.signal(signum, forward)
-    try:
-        return child.wait()
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-
-
 @app.command("run")
 @guarded
 def run(
+    ctx: typer.Context,
     name: Annotated[str, typer.Argument(help=_NAME_HELP)],
     results_dir: Annotated[Path, _RESULTS] = Path("results"),
     jobs: Annotated[str, typer.Option("--jobs", "-j", help="gradlab sweep --jobs.")] = "auto",
 ) -> None:
     """Run every arm of a registered study (primary arms first); the same command resumes."""
+    from cli.jobs import job_of, sweep_command
+    from experiments.launch.sweep import SweepRequest
     from experiments.protocols.study.record import check
 
     study, conf = _load(name)
@@ -326,7 +292,13 @@ def run(
     worst = 0
     for arm in arms:
         typer.echo(f"== {study.name}: arm {arm.label} ({len(study.seeds)} seeds)")
-        code = _sweep(["--jobs", jobs, *study.sweep_overrides(arm, results_dir)])
+        overrides = tuple(study.sweep_overrides(arm, results_dir))
+        request = SweepRequest(overrides, jobs=jobs, config_dir=conf, job=job_of(ctx))
+        try:  # in this process: a stop signal stops the arm's jobs (experiments.jobs.lifetime)
+            code = sweep_command(request)
+        except ConfigError as err:  # this arm refused: the next ones still run
+            typer.echo(f"error: {err}", err=True)
+            code = USAGE_ERROR
         if code in (129, 130, 143):  # stopped: the same command resumes
             raise typer.Exit(code)
         worst = max(worst, code)

@@ -6,8 +6,6 @@ import json
 import os
 import re
 import signal
-import sys
-import threading
 import time
 from pathlib import Path
 
@@ -332,39 +330,123 @@ def test_plan_from_a_pilot_folder(tmp_path):
     )
 
 
+def _registered(tmp_path: Path):
+    """catch_stress registered under ``tmp_path/results``, and a Hydra launch that records each
+    call (the process it ran in, its overrides) and runs nothing: the edge of the sweep service,
+    so everything above it (the study's arms, the service's plan, counts and stop) is real."""
+    results = tmp_path / "results"
+    study = load_study("catch_stress", CONF_DIR)
+    # code_root: a folder outside git (this working tree may be mid-edit; the record's code
+    # identity is not what these tests are about)
+    register(study, config_dir=CONF_DIR, results_dir=results, code_root=tmp_path)
+    return study, results
+
+
+def _recording_launch(monkeypatch, then=None) -> list[tuple[int, list[str]]]:
+    from experiments.launch import hydra_app
+
+    calls: list[tuple[int, list[str]]] = []
+
+    def launch(overrides, **kwargs):
+        calls.append((os.getpid(), list(overrides)))
+        if then is not None:
+            then()
+
+    monkeypatch.setattr(hydra_app, "launch", launch)
+    return calls
+
+
+def test_study_run_sweeps_each_arm_through_the_sweep_service_in_this_process(tmp_path, monkeypatch):
+    study, results = _registered(tmp_path)
+    calls = _recording_launch(monkeypatch)
+    args = ["study", "run", "catch_stress", "--results-dir", str(results), "--jobs", "1"]
+    result = CliRunner().invoke(app, args)
+    # every arm launched by this process (no child interpreter), primary contrast's arms first
+    assert [pid for pid, _ in calls] == [os.getpid()] * len(study.arms), result.output
+    variants = [next(o for o in overrides if o.startswith("variant=")) for _, overrides in calls]
+    assert variants[:2] == ["variant=none", f"variant={study.primary.arm}"]
+    assert sorted(variants) == sorted(f"variant={arm.variant}" for arm in study.arms)
+    assert all("hydra/sweeper=planned" in overrides for _, overrides in calls)
+    # nothing ran: each arm's sweep prints its counts (all unfinished) and the study exits 1
+    n = len(study.seeds)
+    line = f"{n} jobs: 0 completed, 0 diverged, 0 timeout, 0 failed, 0 skipped, {n} unfinished"
+    assert result.output.count(line) == len(study.arms), result.output
+    assert result.exit_code == 1
+
+
+def test_study_run_and_calibrate_start_no_interpreter_of_their_own():
+    # the code path: neither command imports subprocess nor names an interpreter or cli.main;
+    # both reach the sweep service through cli.jobs.sweep_command, which no Typer command is
+    import ast
+
+    import cli.calibrate
+    import cli.jobs
+    import cli.study
+
+    for module in (cli.study, cli.calibrate):
+        tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
+        imported = {
+            alias.name.split(".")[0]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import | ast.ImportFrom)
+            for alias in node.names
+        } | {
+            node.module
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module
+        }
+        assert not imported & {"subprocess", "multiprocessing", "cli.main"}, module.__name__
+        names = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        assert "executable" not in names and "Popen" not in names, module.__name__
+        called = {
+            alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module == "cli.jobs"
+            for alias in node.names
+        }
+        assert "sweep_command" in called and not called & {"sweep", "run"}, module.__name__
+    assert not hasattr(cli.jobs.sweep_command, "__wrapped__")  # a function, not a command
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_study_run_passes_a_stop_signal_to_its_arm_once(tmp_path, sig):
-    # `gradlab study run` runs each arm as a child sweep in its own process group; a signal to
-    # the study's process alone (kill -INT pid) must reach the child, and exactly once (a
-    # second signal would make the sweep kill its jobs at once).
-    from cli.study import run_child
+def test_a_stop_signal_to_study_run_stops_its_arm_and_the_study(tmp_path, monkeypatch, sig):
+    # A signal to the study's process alone (kill -INT pid) is a stop request to the arm being
+    # swept (once: a second would kill its jobs at once): the jobs a stop leaves "running" are
+    # recorded interrupted, the stop's one line, exit 128 + signal, no later arm.
+    from experiments.jobs import lifetime, store
+    from experiments.launch import plan
 
-    ready, got = tmp_path / "ready", tmp_path / "got"
-    script = (
-        "import os, signal, sys, time\n"
-        f"def on(signum, frame): open({str(got)!r}, 'a').write(str(signum) + chr(10))\n"
-        "for s in (signal.SIGINT, signal.SIGTERM): signal.signal(s, on)\n"
-        f"open({str(ready)!r}, 'w').write(str(os.getpgrp()))\n"
-        "deadline = time.monotonic() + 20\n"
-        f"while not os.path.exists({str(got)!r}) and time.monotonic() < deadline:\n"
-        "    time.sleep(0.01)\n"
-        "time.sleep(0.3)\n"
-        "sys.exit(130)\n"
-    )
+    study, results = _registered(tmp_path)
+    first = plan.plan(
+        study.sweep_overrides(study.arms[0], results), multirun=True, config_dir=CONF_DIR
+    )[0]
 
-    def send():
-        deadline = time.monotonic() + 20
-        while not ready.exists() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        time.sleep(0.1)
+    def killed_mid_run():  # as a job killed while it ran leaves its folder, then the signal
+        store.write_json_atomic(
+            first.job_dir / "summary.json", {"status": "running", "job": first.name, "steps": 0}
+        )
+        with store.MetricsWriter(first.job_dir / "metrics.jsonl") as writer:
+            for step in (1, 2):
+                writer.append({"step": step})
         os.kill(os.getpid(), sig)
+        deadline = time.monotonic() + 10
+        while not lifetime.stop_requested() and time.monotonic() < deadline:
+            time.sleep(0.01)
 
+    calls = _recording_launch(monkeypatch, then=killed_mid_run)
     before = signal.getsignal(sig)
-    sender = threading.Thread(target=send)
-    sender.start()
-    code = run_child([sys.executable, "-c", script])
-    sender.join()
-    assert code == 130
-    assert got.read_text().split() == [str(int(sig))]  # once
-    assert int(ready.read_text()) != os.getpgrp()  # its own process group
-    assert signal.getsignal(sig) == before  # our handlers put back
+    args = ["study", "run", "catch_stress", "--results-dir", str(results), "--jobs", "1"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 128 + sig, result.output
+    assert len(calls) == 1 and calls[0][0] == os.getpid()
+    head = "interrupted" if sig == signal.SIGINT else "interrupted by SIGTERM"
+    n = len(study.seeds)
+    stopped = [line for line in result.output.splitlines() if line.startswith("interrupted")]
+    assert stopped == [
+        f"{head}: 0 of {n} jobs completed, 1 interrupted, {n - 1} not started; "
+        "the same command resumes them"
+    ]
+    summary = store.read_summary(first.job_dir)
+    assert summary.status == "interrupted" and summary.steps == 2
+    assert summary.error == f"stopped by {signal.Signals(sig).name} before its next step"
+    assert signal.getsignal(sig) == before  # the service's handlers put back

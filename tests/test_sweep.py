@@ -153,3 +153,88 @@ def test_parallel_sweep_deals_the_seeds_of_a_configuration_to_one_worker(tmp_pat
         names = [f"regime=tuned__variant={variant}__seed={s}" for s in (0, 1, 2)]
         pids = {_summary(res / "hidden_scale" / name)["pid"] for name in names}
         assert len(pids) == 1, (variant, pids)
+
+
+# --------------------------------------------------------------------------------------------
+# the sweep service itself (experiments/launch/sweep.py), without the command line
+
+
+def _request(conf, res, *overrides, **kwargs):
+    from experiments.launch.sweep import SweepRequest
+
+    args = ["ablation=hidden_scale", "regime=tuned", *overrides, f"runtime.results_dir={res}"]
+    return SweepRequest(tuple(args), config_dir=conf, job=standin.JOB, **kwargs)
+
+
+def test_the_service_plans_runs_and_counts_into_one_typed_result(tmp_path):
+    from experiments.launch.sweep import prepare_sweep, run_sweep
+
+    conf, res = standin.make_conf(tmp_path), tmp_path / "res"
+    faults = ("variant=none", "seed=0", "muzero.nan_at=0,2", "muzero.fail_at=0,3", "logger=none")
+    plan = prepare_sweep(_request(conf, res, *faults, jobs="1"))
+    assert len(plan.jobs) == 4 and plan.skipped == frozenset() and plan.parallel.count == 1
+    assert plan.wandb_folder is None  # logger=none, as the jobs' typed configs say
+    result = run_sweep(plan)
+    assert result.launched.stopped is None and result.launched.launcher_error is None
+    # by hand: fail_at=0 nan_at=0 completes, nan_at=2 diverges (twice), fail_at=3 fails
+    assert result.counts.by_status == {
+        "completed": 1, "diverged": 2, "timeout": 0, "failed": 1, "skipped": 0,
+    }  # fmt: skip
+    assert result.counts.unfinished == () and result.exit_code == 1
+    again = run_sweep(prepare_sweep(_request(conf, res, *faults, jobs="1")))
+    assert again.plan.skipped == {j.name for j in again.plan.jobs if j.reason != "failed"}
+    assert again.counts.by_status["failed"] == 1 and again.counts.by_status["skipped"] == 3
+    assert again.exit_code == 1
+
+
+@pytest.mark.parametrize(
+    ("overrides", "wandb"),
+    [((), True), (("logger=none",), False), (("logger.mode=none",), False),
+     (("logger=wandb_online",), True)],
+)  # fmt: skip
+def test_the_logger_is_read_from_the_jobs_typed_configs(tmp_path, overrides, wandb):
+    # logger.mode=none named no logger file: the YAML the command line used to read said W&B
+    from experiments.launch.sweep import prepare_sweep
+
+    conf, res = standin.make_conf(tmp_path), tmp_path / "res"
+    plan = prepare_sweep(_request(conf, res, "seed=0", *overrides, dry_run=True))
+    assert plan.wandb_folder == (res / "hidden_scale" if wandb else None)
+    assert not res.exists()  # planned, nothing written
+
+
+def test_the_service_refuses_before_anything_is_written(tmp_path):
+    from experiments.base.errors import ConfigError
+    from experiments.launch.sweep import SweepRequest, prepare_sweep, run_sweep
+
+    conf, res = standin.make_conf(tmp_path), tmp_path / "res"
+    with pytest.raises(ConfigError, match="gradlab sweep needs ablation=NAME; choose one of: "):
+        prepare_sweep(SweepRequest(("seed=0",), config_dir=conf, job=standin.JOB))
+    with pytest.raises(ConfigError, match="--jobs 0 is out of range"):
+        prepare_sweep(_request(conf, res, jobs="0"))
+    warned = []
+    prepare_sweep(_request(conf, res, "seed=0", jobs="100000", dry_run=True), warn=warned.append)
+    assert len(warned) == 1 and warned[0].startswith("--jobs 100000 capped at ")
+    with pytest.raises(ValueError, match="a dry run's plan is not run"):
+        run_sweep(prepare_sweep(_request(conf, res, "seed=0", dry_run=True)))
+    assert not res.exists()
+
+
+def test_launcher_overrides_by_hand(tmp_path):
+    from experiments.launch.plan import PlannedJob
+    from experiments.launch.settings import launch_overrides
+
+    jobs = [
+        PlannedJob(f"v={v}__seed={s}", (f"v={v}", f"seed={s}"), tmp_path, True, "new", "none")
+        for v in ("a", "b")
+        for s in (0, 1)
+    ]
+    # 2 configurations x 2 seeds on 2 workers: deals of 2 (tests/test_dealing.py: 2.5 < 3)
+    assert launch_overrides(["x=1"], [], planned=jobs, parallel=2, jobs="auto", force=False) == [
+        "x=1", "runtime.progress=false", "runtime.threads=1", "hydra/launcher=joblib",
+        "hydra.launcher.n_jobs=2", "hydra.launcher.batch_size=2",
+        "hydra.launcher.pre_dispatch=all", "hydra/sweeper=planned",
+    ]  # fmt: skip
+    own = ["hydra/sweeper=basic"]
+    assert launch_overrides(["x=1"], own, planned=jobs, parallel=1, jobs="1", force=True) == [
+        "x=1", "runtime.progress=false", "runtime.force=true", "hydra/sweeper=basic",
+    ]  # fmt: skip

@@ -1,2 +1,3 @@
 """From a command line to running jobs: the plan (compose, validate, locate), Hydra's entry and
-task function."""
+task function, and the one sweep service (:mod:`experiments.launch.sweep`: launcher settings,
+counting, stops) that ``gradlab sweep``, ``calibrate`` and ``study run`` call in-process."""

@@ -45,6 +45,7 @@ class PlannedJob:
     job_dir: Path
     run: bool  # False: finished and would be skipped
     reason: str  # new | failed | unfinished | forced | completed | diverged | timeout
+    logger_mode: str  # its typed config's logger.mode: offline | online | none
 
     @property
     def configuration(self) -> tuple[str, ...]:
@@ -341,6 +342,6 @@ def plan(
         seen[name] = list(job_overrides)
         job_dir = store.ablation_dir(run.runtime.results_dir, ablation) / name
         go, reason = store.should_run(job_dir, force=force)
-        planned.append(PlannedJob(name, tuple(job_overrides), job_dir, go, reason))
+        planned.append(PlannedJob(name, tuple(job_overrides), job_dir, go, reason, run.logger.mode))
     _check_results(planned, ablation=ablation, writable=check_writable)
     return planned

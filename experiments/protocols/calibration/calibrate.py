@@ -1,9 +1,9 @@
 """``gradlab calibrate``: the calibration protocol of ``docs/stress_calibration.md`` as a command.
 
 The baseline alone (``variant=none``) runs on calibration seeds, rung by rung up a ladder of
-settings (:mod:`experiments.protocols.calibration.ladder`), each rung one sweep through the
-project's sweep machinery
-(the caller hands it in as ``run_sweep``: ``gradlab sweep``'s own function), until the first rung
+settings (:mod:`experiments.protocols.calibration.ladder`), each rung one sweep of the sweep
+service (:mod:`experiments.launch.sweep`; the caller hands it in as ``run_sweep``, so that the
+command line prints each sweep as ``gradlab sweep`` does), until the first rung
 whose runs are unstable in at least ``rule`` of the seeds (or, with ``endpoint``
 ``lost_after_learning``, lost what they learned: outcome ``lost`` or ``diverged_after_learning``,
 :mod:`experiments.verdicts.outcome`). The record of every rung's counts
@@ -179,8 +179,11 @@ def run_calibration(
 
     Args:
       cal: from :func:`prepare`.
-      run_sweep: runs one sweep given its overrides (``gradlab sweep``'s function); finished
-        runs are skipped by it, which is how a calibration resumes.
+      run_sweep: runs one sweep given its overrides, in this process, through the sweep
+        service (:func:`experiments.launch.sweep.prepare_sweep` and :func:`~experiments.launch.
+        sweep.run_sweep`; ``cli/calibrate.py`` prints it as ``gradlab sweep`` does); finished
+        runs are skipped by it, which is how a calibration resumes. A refusal (ConfigError)
+        propagates; failed, unfinished or stopped runs show in the rung's counts.
       echo: where progress lines go.
       batch: runs at once (``gradlab sweep --jobs``). Given, a rung first runs the seeds that
         can rule it out (:func:`~experiments.protocols.calibration.record.decide_after`, in whole
