@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import pathlib
 
 import _standin_job as standin
@@ -583,11 +584,25 @@ def test_help_says_what_it_writes(standin_env):
         assert text in result.output
 
 
-def test_calibrate_end_to_end_and_resume(standin_env, conf):
+def test_calibrate_end_to_end_and_resume(standin_env, conf, monkeypatch):
     # Real stand-in sweeps, 1 seed: rung 1 completes (0/1 unstable), rung 2 goes NaN (1/1).
+    # Each rung is one run of the sweep service, in this process (watched, not replaced).
+    from experiments.launch import sweep as service
+
+    ran, real = [], service.run_sweep
+
+    def watched(plan, **kwargs):
+        ran.append((os.getpid(), plan.request.overrides))
+        return real(plan, **kwargs)
+
+    monkeypatch.setattr(service, "run_sweep", watched)
     args = ["--seeds", "100-100", "--jobs", "1"]
     result = _calibrate(standin_env, conf, *args)
     assert result.exit_code == 0, result.output
+    assert [pid for pid, _ in ran] == [os.getpid()] * 2
+    assert all("ablation=calibration" in overrides for _, overrides in ran)
+    assert result.output.count("1 jobs: 1 completed, 0 diverged") == 1  # rung 1, as sweep prints
+    assert result.output.count("1 jobs: 0 completed, 1 diverged") == 1  # rung 2
     assert "rung 1/2 heavier: unstable 0/1" in result.output
     assert "rung 2/2 nan: unstable 1/1 (diverged 1, collapsed 0, never learned 1)" in result.output
     assert "regime=calibrated/catch" in result.output

@@ -432,3 +432,29 @@ def test_mark_interrupted_only_a_running_job_no_live_process_holds(tmp_path):
     assert not store.mark_interrupted(job, reason="again")  # no longer running
     assert not store.mark_interrupted(tmp_path / "missing", reason="x")
     assert not (tmp_path / "missing").exists()
+
+
+def test_a_stop_records_the_jobs_left_running_and_counts_them(tmp_path):
+    """The sweep service's count after a stop (experiments/launch/counting.py): a job left
+    running with no live process is recorded interrupted, a job a live process holds is left to
+    it, finished ones counted as they are, the rest not started."""
+    from experiments.launch.counting import mark_stopped
+    from experiments.launch.plan import PlannedJob
+
+    jobs = [
+        PlannedJob(n, (), tmp_path / n, True, "new", "none")
+        for n in ("done", "killed", "held", "new")
+    ]
+    for job, status in zip(jobs[:3], ("completed", "running", "running"), strict=True):
+        store.write_json_atomic(job.job_dir / "summary.json", {"status": status, "job": job.name})
+    with store.job_lock(jobs[2].job_dir) as locked:
+        assert locked
+        stopped = mark_stopped(jobs, signal.SIGTERM)
+    assert store.read_summary(jobs[1].job_dir).status == "interrupted"
+    assert store.read_summary(jobs[2].job_dir).status == "running"
+    # by hand: 1 completed, 1 interrupted; "held" (running) and "new" (none) not counted
+    assert stopped.by_status == {
+        "completed": 1, "diverged": 0, "timeout": 0, "failed": 0, "interrupted": 1,
+    }  # fmt: skip
+    assert (stopped.jobs, stopped.not_started, stopped.exit_code) == (4, 2, 143)
+    assert stopped.name == "SIGTERM"
