@@ -4,11 +4,10 @@
     python benchmarks/plan_cost.py ablation=hidden_scale "seed=range(10)" --rounds 5
 
 Before anything runs, ``gradlab sweep`` plans the sweep (``experiments.launch.plan.plan``): every
-job is
-composed by Hydra and validated. Jobs that differ only in their seed share one composition
-(``plan._compose_job``). This times ``plan`` as it is against ``plan`` with every job composed
-from its own overrides, alternating in one process so both see the same moments of the machine.
-Writes nothing.
+job is composed by Hydra and validated. Jobs that differ only in their seed share one composition
+(``plan._compose_job``). This times ``plan`` as it is against ``plan`` with every job composed from
+its own overrides, alternating in one process so both see the same moments of the machine. Writes
+nothing.
 """
 
 from __future__ import annotations

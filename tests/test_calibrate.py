@@ -1,9 +1,8 @@
 """Tests of `gradlab calibrate`: ladders (experiments/protocols/calibration/ladder.py), seed lists
-(experiments/protocols/seeds.py),
-counts, rule and record (experiments/protocols/calibration/record.py), the protocol
-(experiments/protocols/calibration/calibrate.py)
-and the command (cli/calibrate.py) on the stand-in job. The real calibration is not a test
-(docs/calibration.md gives its command and counts)."""
+(experiments/protocols/seeds.py), counts, rule and record
+(experiments/protocols/calibration/record.py), the protocol
+(experiments/protocols/calibration/calibrate.py) and the command (cli/calibrate.py) on the stand-in
+job. The real calibration is not a test (docs/calibration.md gives its command and counts)."""
 
 from __future__ import annotations
 

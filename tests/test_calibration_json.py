@@ -4,10 +4,9 @@ wrote.
 
 The golden files under tests/data/calibration/ were written by the protocol as it was before the
 record was typed (commit 198f7f1's experiments/protocols/calibration/calibrate.py), on the stand-in
-job, for four
-calibrations that cover every branch of the record: a chosen rung after an early stop, a ladder
-run out, an unfinished rung, and the endpoint ``lost_after_learning`` (version 2). The folders
-of the run (tmp_path) read ``<TMP>`` in them. ``GOLDEN_WRITE=1`` rewrites them (never needed
+job, for four calibrations that cover every branch of the record: a chosen rung after an early stop,
+a ladder run out, an unfinished rung, and the endpoint ``lost_after_learning`` (version 2). The
+folders of the run (tmp_path) read ``<TMP>`` in them. ``GOLDEN_WRITE=1`` rewrites them (never needed
 unless the record's format changes on purpose, which is a new record version).
 """
 

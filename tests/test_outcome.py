@@ -1,6 +1,5 @@
 """The outcome classes of a run (experiments/verdicts/outcome.py) and the endpoint columns of a
-results
-table (experiments/report/runs/endpoints.py), on hand-built curves and on committed runs."""
+results table (experiments/report/runs/endpoints.py), on hand-built curves and on committed runs."""
 
 from __future__ import annotations
 

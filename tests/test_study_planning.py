@@ -1,6 +1,5 @@
 """A study's ``planning:`` typed (experiments/protocols/study/design.py's Planning): the record's
-design
-holds exactly the keys and values each committed YAML declares, as before it was typed, and a
+design holds exactly the keys and values each committed YAML declares, as before it was typed, and a
 bad planning key or value is one line naming it."""
 
 from __future__ import annotations

@@ -6,8 +6,7 @@ and whether it would be skipped.
 composes every job's config with Hydra's public compose API on gradlab's registered schema,
 converts it into a :class:`~experiments.config.RunConfig` (so every bad name, key, type or range
 is found here, as a :class:`~experiments.base.errors.ConfigError`, before a single folder is
-written),
-and checks its folder for a finished result.
+written), and checks its folder for a finished result.
 """
 
 from __future__ import annotations
@@ -152,9 +151,8 @@ class _Compositions:
     If the private call fails, the job is composed from its own overrides, Hydra's public compose.
     That composition decides the outcome: it gives the job's config or its error. When it succeeds
     where the private call failed, the private API is broken. After one
-    :class:`~experiments.base.private_api.PrivateAPIWarning`, every later job is composed whole
-    (the same
-    configs, one composition per job).
+    :class:`~experiments.base.private_api.PrivateAPIWarning`, every later job is composed whole (the
+    same configs, one composition per job).
 
     Args:
       config_dir: the config folder.

@@ -4,8 +4,7 @@ A seed list is ``A-B`` (both ends included), ``A,B,C``, ``range(A,B)`` (Python's
 excluded) or a YAML list of integers. A study's seeds are those given on the command line
 (``--study-seeds``) and those its presets declare: every study's ``seeds``
 (``conf/study/*.yaml``, read by :func:`experiments.protocols.study.design.load_study`) and every
-ablation
-preset's ``hydra.sweeper.params.seed`` (an ablation is a study's sweep).
+ablation preset's ``hydra.sweeper.params.seed`` (an ablation is a study's sweep).
 """
 
 from __future__ import annotations

@@ -82,8 +82,7 @@ class TaskFacts:
       threshold: the task's competence threshold: the evaluation return counted as "learned"
         (steps-to-threshold, ``reached_threshold``, the outcome classes of
         :mod:`experiments.verdicts.outcome`, a calibration's "never learned"); ``None`` where none
-        is
-        defined.
+        is defined.
       threshold_source: where ``threshold`` comes from (the rule and its source), one line.
       random_return: the mean episode return of a uniformly random policy, measured with
         ``benchmarks/random_policy.py NAME --episodes N``.

@@ -12,8 +12,8 @@ The stability verdicts (fixed before any experiment was run, independently of it
 
 * ``diverged`` (0/1), ``diverged_step``: the first diverging step by
   :func:`experiments.verdicts.stopping.first_divergence` (the rule the runner stops a run with:
-  non-finite
-  losses or gradients, or ``loss/total`` above ``factor`` x its early mean); ``None`` if none.
+  non-finite losses or gradients, or ``loss/total`` above ``factor`` x its early mean); ``None`` if
+  none.
 * **final window**: the evaluations (rows with a finite ``eval/return``) whose step is
   > :data:`FINAL_WINDOW_START` (0.9) x ``training_steps`` (the run's planned number of steps; the
   last step seen when it is not given). ``final_evals``: how many evaluations it holds;

@@ -2,10 +2,9 @@
 
 The runner stops a job with :class:`DivergenceCheck` (one row at a time, as the rows arrive); the
 stability summary (:mod:`experiments.verdicts.stability`) decides ``diverged`` with
-:func:`first_divergence`
-over the stored rows, which runs the very same check. So a run stopped as ``diverged`` always has
-``diverged: 1`` and the same ``diverged_step`` in its summary, and a run that was not stopped
-never does. Pure Python: no TensorFlow, no NumPy.
+:func:`first_divergence` over the stored rows, which runs the very same check. So a run stopped as
+``diverged`` always has ``diverged: 1`` and the same ``diverged_step`` in its summary, and a run
+that was not stopped never does. Pure Python: no TensorFlow, no NumPy.
 
 Definition (``DivergenceRule(factor, reference_steps)``): a row diverges when
 

@@ -8,13 +8,12 @@ whose runs are unstable in at least ``rule`` of the seeds (or, with ``endpoint``
 ``lost_after_learning``, lost what they learned: outcome ``lost`` or ``diverged_after_learning``,
 :mod:`experiments.verdicts.outcome`). The record of every rung's counts
 (:mod:`experiments.protocols.calibration.record`) is written after each rung; the chosen rung
-becomes a
-regime preset, ``conf/regime/calibrated/TASK.yaml`` (``regime=calibrated/TASK`` in any sweep),
-with a copy beside the record. On a base regime other than ``tuned``, ``TASK`` reads
+becomes a regime preset, ``conf/regime/calibrated/TASK.yaml`` (``regime=calibrated/TASK`` in any
+sweep), with a copy beside the record. On a base regime other than ``tuned``, ``TASK`` reads
 ``TASK_BASE`` here and below (``catch_pseudocode``), and on a ladder other than ``default``
 ``TASK_LADDER`` (``breakout_harsh``), and with the endpoint ``lost_after_learning``
-``TASK..._lost_after_learning`` (``catch_faithful_lost_after_learning``), so two calibrations
-never share a folder or preset.
+``TASK..._lost_after_learning`` (``catch_faithful_lost_after_learning``), so two calibrations never
+share a folder or preset.
 
 Layout under ``runtime.results_dir`` (R): the runs of every rung in ``R/TASK/calibration/`` (one
 sweep folder, ablation ``calibration``; each rung's runs differ by their overrides, so
@@ -24,9 +23,8 @@ finished runs, so a calibration resumes as a sweep does.
 
 Everything is checked before anything runs or is written (:func:`prepare`, in
 :mod:`experiments.protocols.calibration.plan`, re-exported here); this module runs the protocol and
-writes
-the typed record (:class:`~experiments.protocols.calibration.record.CalibrationRecord`) and the
-preset.
+writes the typed record (:class:`~experiments.protocols.calibration.record.CalibrationRecord`) and
+the preset.
 """
 
 from __future__ import annotations

@@ -3,11 +3,9 @@
 
 The verdicts are the runs' own (``summary.json``'s ``stability``, defined in
 :mod:`experiments.verdicts.stability` before any calibration): *unstable* = diverged or collapsed;
-*never
-learned* = never reached the task's threshold (``None`` for a task without one). Each run's outcome
-class (:func:`experiments.verdicts.outcome.run_outcome`) gives *learned* and *lost after learning*
-(reached
-the threshold, then fell back below it by the end or diverged).
+*never learned* = never reached the task's threshold (``None`` for a task without one). Each run's
+outcome class (:func:`experiments.verdicts.outcome.run_outcome`) gives *learned* and *lost after
+learning* (reached the threshold, then fell back below it by the end or diverged).
 
 The rule counts one endpoint (:data:`ENDPOINTS`): ``unstable`` (the default, the only one before
 2026-11-27) or ``lost_after_learning`` (issue 38's Study 5). The record these counts go into:

@@ -175,8 +175,7 @@ def _split(overrides: Sequence[str]) -> tuple[dict[str, str], list[str], Path]:
 
 def check_endpoint_task(endpoint: str, facts: TaskFacts) -> str:
     """``endpoint`` (:data:`~experiments.protocols.calibration.record.ENDPOINTS`), refused in one
-    line for
-    ``lost_after_learning`` on a task without a competence threshold (nothing is learned or
+    line for ``lost_after_learning`` on a task without a competence threshold (nothing is learned or
     lost without one)."""
     check_endpoint(endpoint)
     if endpoint == "lost_after_learning" and facts.threshold is None:

@@ -5,8 +5,7 @@ against the baseline on the primary endpoint) is confirmatory, tested alone (m =
 declared test and alpha; everything else in the table is exploratory. A table asked for with
 another analysis, test, alpha or baseline is a sensitivity analysis: it declares nothing
 confirmatory. Neither does a folder whose audit (:mod:`experiments.protocols.study.audit`) finds a
-breach:
-its note says which checks failed.
+breach: its note says which checks failed.
 
 Endpoint versions: a record holds ``endpoints`` (:data:`~experiments.protocols.study.record.
 ENDPOINTS_VERSION`); one without it was registered under version 1, where ``failed`` meant what
