@@ -68,7 +68,9 @@ def _run(job_dir, seed: int) -> tuple[dict, list[dict]]:
 
 
 def _figures(summary: dict) -> dict:
-    out = {k: v for k, v in summary.items() if k not in (*CLOCK_KEYS, "stability")}
+    # "code" is the checkout the run came from (commit, dirty flag, tree hash), not a figure of
+    # the run: a commit made in the shared tree between runs a and b changes it.
+    out = {k: v for k, v in summary.items() if k not in (*CLOCK_KEYS, "stability", "code")}
     out["stability"] = {k: v for k, v in summary["stability"].items() if k not in CLOCK_KEYS}
     return out
 
