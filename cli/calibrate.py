@@ -40,6 +40,12 @@ def _clip_threshold(rung: RungRecord, which: str) -> None:
             typer.echo(f"clip threshold by {rule} (median gradient norm of {runs}): {median:.4g}")
 
 
+def rule_event(endpoint: str) -> str:
+    """What the rule counts, in the words of the exhausted line: ``unstable`` or ``lost after
+    learning``."""
+    return endpoint.replace("_", " ")
+
+
 def _print_plan(cal: Calibration) -> None:
     """``--dry-run``: each rung's settings (rungs before it included) and runs, and where the
     record and the preset would go."""
@@ -185,7 +191,8 @@ def calibrate(
         typer.echo(f"regime={cal.regime}  ({cal.preset_path})")
     elif outcome.status == "exhausted":
         typer.echo(
-            f"no rung met the rule (>= {cal.rule:g} of {len(cal.seeds)} seeds unstable): the "
+            f"no rung met the rule (>= {cal.rule:g} of {len(cal.seeds)} seeds "
+            f"{rule_event(cal.endpoint)}): the "
             f"ladder ran out of rungs; no regime written; record {where}"
         )
         _clip_threshold(record.rungs[-1], "the last rung")

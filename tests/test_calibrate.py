@@ -628,7 +628,8 @@ def test_an_exhausted_calibration_says_so_with_the_last_rungs_clip_threshold(sta
     )
     result = _calibrate(standin_env, conf, "ladder=mild", "--seeds", "100-100", "--jobs", "1")
     assert result.exit_code == 0, result.output
-    assert "no rung met the rule" in result.output and "no regime written" in result.output
+    assert "no rung met the rule (>= 0.4 of 1 seeds unstable)" in result.output
+    assert "no regime written" in result.output
     assert "a harsher ladder (e.g. ladder=harsh) is a new calibration" in result.output
     folder = standin_env.res / "catch_mild" / "calibration"
     record = json.loads((folder / "calibration.json").read_text())
@@ -681,3 +682,12 @@ def test_a_non_default_ladder_gets_its_own_folder_record_and_preset(conf, tmp_pa
     assert (other.folder / "calibration.json").is_file()
     assert not default.folder.exists()
     assert not (conf / "regime" / "calibrated" / "catch.yaml").exists()
+
+
+def test_the_exhausted_line_names_the_endpoint_the_rule_counted():
+    """Study 5's Breakout calibration ended 'no rung met the rule (>= 0.4 of 10 seeds unstable)'
+    while its rule counted lost_after_learning: the line now says what was counted."""
+    from cli.calibrate import rule_event
+
+    assert rule_event("unstable") == "unstable"
+    assert rule_event("lost_after_learning") == "lost after learning"
