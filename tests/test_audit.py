@@ -268,6 +268,23 @@ def test_a_deleted_summary_is_crashed_and_a_deleted_run_missing(tmp_path):
     )  # fmt: skip
 
 
+def test_an_empty_job_folder_is_missing_not_crashed(tmp_path):
+    """A stopped launch can leave a registered job's folder empty (Study 4's Breakout had 27 such
+    folders after the 05:37 stop): nothing was written, so the job never started. It counts as
+    missing; a folder that holds anything but a summary (here its config) stays crashed."""
+    folder = _copy("study_breakout_stress", tmp_path)
+    jobs = sorted(p for p in folder.iterdir() if "variant=maxnorm" in p.name)
+    shutil.rmtree(jobs[0])
+    jobs[0].mkdir()
+    (jobs[1] / "summary.json").unlink()
+    result = audit(folder, config_dir=CONF_DIR)
+    assert not result.breaches, result.lines()
+    flow = next(f for f in result.flow if f.arm == "maxnorm")
+    assert (flow.registered, flow.started, flow.crashed, flow.missing, flow.analysed) == (
+        10, 9, 1, 1, 8
+    )  # fmt: skip
+
+
 def test_a_run_without_summary_whose_lock_is_held_is_running_not_crashed(tmp_path):
     """A study in progress: a job that has started (its folder and lock exist, a live process
     holds the lock) has no summary yet; it is counted running, and crashed once nobody holds

@@ -194,6 +194,8 @@ def _runs(folder: Path, study) -> list[_Run]:
         elif arm is None and not (job / "config.yaml").exists():
             continue  # not a job folder (figures/, ...)
         live = summary is None and store.job_locked(job)
+        if summary is None and not live and not any(job.iterdir()):
+            continue  # an empty folder (a stopped launch left it): never started, so missing
         out.append(_Run(job.name, summary, None if arm is None else arm.label, seed, live))
     return out
 
