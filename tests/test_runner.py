@@ -17,6 +17,7 @@ from experiments.config import (
     variant_schema,
 )
 from experiments.jobs import runner, store
+from experiments.jobs.curves import write_curves
 from experiments.tasks import TaskConfig
 
 
@@ -194,3 +195,6 @@ def test_a_finished_job_writes_its_compact_curves(tmp_path):
     # 4 steps: every step kept (the stride is 1 under 200 steps), the loss copied exactly
     assert list(curves["step"]) == [1, 2, 3, 4]
     assert list(curves["loss/total"]) == [r["loss/total"] for r in rows]
+    # written from the rows the job's end had read, it is what the folder's files give
+    written = (tmp_path / "job" / "curves.csv.gz").read_bytes()
+    assert write_curves(tmp_path / "job").read_bytes() == written

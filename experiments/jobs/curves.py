@@ -37,7 +37,7 @@ from experiments.base.errors import ConfigError
 from experiments.jobs import store
 
 __all__ = ["CURVES_FILE", "CURVE_KEYS", "MAX_POINTS", "compact_curves", "read_curves",
-           "write_curves", "write_folder_curves"]  # fmt: skip
+           "write_curves", "write_folder_curves", "write_job_curves"]  # fmt: skip
 
 CURVES_FILE = "curves.csv.gz"
 EVAL_KEY = "eval/return"
@@ -101,11 +101,29 @@ def write_curves(job_dir: str | Path) -> Path | None:
       The path written; None when the job has no metric rows (nothing written).
     """
     job_dir = Path(job_dir)
-    rows = store.read_metrics(job_dir / "metrics.jsonl")
+    summary = store.read_summary(job_dir)
+    return write_job_curves(
+        job_dir,
+        store.read_metrics(job_dir / "metrics.jsonl"),
+        training_steps=summary.training_steps if summary else None,
+    )
+
+
+def write_job_curves(job_dir: Path, rows: list[dict], *, training_steps: int | None) -> Path | None:
+    """:func:`write_curves` from rows already read (a job's end, which has just read them for its
+    stability figures).
+
+    Args:
+      job_dir: the job folder.
+      rows: its ``metrics.jsonl`` rows, in order.
+      training_steps: the planned number of steps (the summary's), or None.
+
+    Returns:
+      The path written; None when there are no rows (nothing written).
+    """
     if not rows:
         return None
-    summary = store.read_summary(job_dir)
-    frame = compact_curves(rows, training_steps=summary.training_steps if summary else None)
+    frame = compact_curves(rows, training_steps=training_steps)
     text = frame.to_csv(index=False, float_format="%.17g", na_rep="")
     buffer = io.BytesIO()
     with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0) as gz:

@@ -72,7 +72,8 @@ def finish_job(
     )
     written = store.read_metrics(job_dir / "metrics.jsonl")
     summary = summary.replace(stability=_stability(written, cfg, summary))
-    _write_curves(job_dir)  # before the final summary: a kill here leaves the job to re-run
+    _write_curves(job_dir, written, summary)  # before the final summary: a kill here leaves
+    # the job to re-run
     store.write_summary(job_dir, summary)
     tracker.finish(summary.to_json())
     if _warnings(tracker) != summary.warnings:  # closing the W&B run went wrong
@@ -100,13 +101,14 @@ def _stability(rows: list[dict], cfg: RunConfig, summary: Summary) -> dict:
         return {}
 
 
-def _write_curves(job_dir: Path) -> None:
+def _write_curves(job_dir: Path, rows: list[dict], summary: Summary) -> None:
     """The job's compact curves.csv.gz, which figures redraw from where metrics.jsonl is not kept
-    (a clone of committed findings); a figure file never fails a job."""
+    (a clone of committed findings), from the rows already read; a figure file never fails a
+    job."""
     try:
-        from experiments.jobs.curves import write_curves
+        from experiments.jobs.curves import write_job_curves
 
-        write_curves(job_dir)
+        write_job_curves(job_dir, rows, training_steps=summary.training_steps)
     except Exception as err:  # noqa: BLE001 - as _stability
         print(f"warning: curves.csv.gz not written: {err}", file=sys.stderr)
 
