@@ -148,6 +148,7 @@ def calibrate(
       gradlab sweep ablation=hidden_scale regime=calibrated/cartpole task=cartpole
     """
     from cli.jobs import config_dir_of, job_of, parallel_jobs, sweep_command
+    from experiments.launch.settings import launcher_given
     from experiments.launch.sweep import SweepRequest
     from experiments.protocols.calibration.calibrate import prepare, run_calibration
 
@@ -173,8 +174,7 @@ def calibrate(
 
     # runs at once, as the sweep runs them: a rung asks whether it can still meet the rule after
     # whole waves of runs only
-    launcher = any(o.split("=", 1)[0] == "hydra/launcher" for o in overrides or [])
-    batch = parallel_jobs(jobs, launcher_given=launcher)
+    batch = parallel_jobs(jobs, launcher_given=launcher_given(overrides or []))
     outcome = run_calibration(cal, run_sweep, echo=typer.echo, batch=batch)
     where = cal.folder / "calibration.md"
     record = outcome.record
