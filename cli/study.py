@@ -281,6 +281,7 @@ def run(
 ) -> None:
     """Run every arm of a registered study (primary arms first); the same command resumes."""
     from cli.jobs import job_of, sweep_command
+    from experiments.jobs.lifetime import STOPPED_EXIT_CODES
     from experiments.launch.sweep import SweepRequest
     from experiments.protocols.study.record import check
 
@@ -299,7 +300,7 @@ def run(
         except ConfigError as err:  # this arm refused: the next ones still run
             typer.echo(f"error: {err}", err=True)
             code = USAGE_ERROR
-        if code in (129, 130, 143):  # stopped: the same command resumes
+        if code in STOPPED_EXIT_CODES:  # stopped: the same command resumes
             raise typer.Exit(code)
         worst = max(worst, code)
     raise typer.Exit(worst)

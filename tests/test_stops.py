@@ -458,3 +458,11 @@ def test_a_stop_records_the_jobs_left_running_and_counts_them(tmp_path):
     }  # fmt: skip
     assert (stopped.jobs, stopped.not_started, stopped.exit_code) == (4, 2, 143)
     assert stopped.name == "SIGTERM"
+
+
+def test_the_stopped_exit_codes_are_128_plus_each_stop_signal():
+    """`gradlab study run` ends on these and goes on after any other code: SIGHUP 1, SIGINT 2,
+    SIGTERM 15."""
+    from experiments.jobs.lifetime import STOPPED_EXIT_CODES
+
+    assert frozenset({129, 130, 143}) == STOPPED_EXIT_CODES

@@ -44,6 +44,7 @@ from typing import Any
 __all__ = [
     "GRACE_S",
     "MAIN_PID_ENV",
+    "STOPPED_EXIT_CODES",
     "STOP_FILE_ENV",
     "JobStop",
     "Sweep",
@@ -71,6 +72,8 @@ _ENV = {
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 _STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _TERMINAL = (signal.SIGINT, signal.SIGHUP)  # blocked in the main thread, so in its children
+STOPPED_EXIT_CODES = frozenset(128 + s for s in _STOPPING)
+"""The exit codes of a sweep a stop signal ended (``128 + signal``: 129, 130, 143)."""
 
 
 def die_with_parent(sig: int = signal.SIGKILL) -> None:
