@@ -31,7 +31,7 @@ def registrations(
 
     out = []
     for folder in folders:
-        confirmatory, registered, note = registered_contrast(
+        confirmatory, _, note = registered_contrast(
             folder,
             [endpoint],
             analysis="independent",
@@ -39,7 +39,7 @@ def registrations(
             alpha=alpha,
             baseline=f"variant={baseline}",
         )
-        out.append(Registration(confirmatory, registered, note, declared_analysis(folder)))
+        out.append(Registration(confirmatory, note, declared_analysis(folder)))
     return out
 
 

@@ -251,8 +251,8 @@ def _add_cell(
     if design is not None:
         runs_of_cell = design[design["group"] == row["group"]]
         found.values[(label, arm)] = runs_of_cell[endpoint].to_numpy(dtype=float)
-    if row[f"{endpoint}_confirmatory"] and registered.registered is not None:
-        found.declared[label] = registered.registered.study
+    if row[f"{endpoint}_confirmatory"] and registered.declared is not None:
+        found.declared[label] = registered.declared.study
 
 
 def _arms(found: _Strata, ask: _Ask, primary: str | None) -> list[str]:

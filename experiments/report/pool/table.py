@@ -155,14 +155,12 @@ class Registration:
     Attributes:
       confirmatory: the contrasts the folder's table of this endpoint may call confirmatory (its
         study's registered primary, when the endpoint, analysis, test, alpha and baseline are the
-        registered ones); None: every contrast is exploratory.
-      registered: the declaration whose primary ``confirmatory`` is; None without one.
+        registered ones, and then ``declared``'s primary); None: every contrast is exploratory.
       note: a line for stderr (a study's folder tabled with another analysis, or whose audit
         fails), or None.
       declared: the folder's declared primary analysis whatever the table asks; None: no study.
     """
 
     confirmatory: Sequence[Confirmatory] | None = None
-    registered: Declared | None = None
     note: str | None = None
     declared: Declared | None = None
