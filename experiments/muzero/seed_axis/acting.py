@@ -1,0 +1,192 @@
+"""Self-play and evaluation of S seeds as one search per move (the seed axis).
+
+Each seed keeps what is its own: its environments, its replay, its running episodes and its
+acting and evaluating generators. A move stacks every seed's observations seed-major, draws
+each seed's randomness from that seed's generator (:func:`~experiments.muzero.search_tf.
+draw_randomness`, as its own run would), and runs the compiled search of a
+:class:`~experiments.muzero.selfplay.Inference` over
+:class:`~experiments.muzero.seed_axis.networks.StackedNetworks` once for all ``S * B`` trees.
+
+A seed that is not *active* in a move (its warm-up done while another's goes on, its evaluation
+over, or its run ended) draws nothing and its environments do not step: its rows are searched
+with zero draws and their results dropped. So a seed draws, steps and records exactly what it
+would alone, whichever seeds share its group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from experiments.muzero._acting import visit_softmax_temperature
+from experiments.muzero.config import MuZeroConfig
+from experiments.muzero.episodes import RunningEpisodes
+from experiments.muzero.replay import ReplayBuffer
+from experiments.muzero.runtime.weights import WeightCopy
+from experiments.muzero.search_tf import CompiledSearch, draw_randomness
+from experiments.muzero.selfplay import Inference
+from experiments.tasks import VectorEnv
+
+__all__ = ["GroupSelfPlay", "Moves", "evaluate_group", "group_act"]
+
+Moves = list[tuple[np.ndarray, np.ndarray, np.ndarray] | None]
+"""Per seed: ``(actions [B], root values [B], policies [B, A])``, or None for an inactive seed."""
+
+
+def group_act(
+    search: CompiledSearch,
+    observations: Sequence[np.ndarray],
+    *,
+    rngs: Sequence[np.random.Generator],
+    active: Sequence[bool],
+    config: MuZeroConfig,
+    temperature: float,
+    noise: bool,
+    weights: WeightCopy | None = None,
+) -> Moves:
+    """One search of every seed's environments: what :func:`experiments.muzero.selfplay.act`
+    returns for each active seed, None for the others."""
+    fraction = config.dirichlet_fraction if noise else 0.0
+    draws = []
+    for rows, rng, on in zip(observations, rngs, active, strict=True):
+        if on:
+            draws.append(
+                draw_randomness(
+                    rng,
+                    batch_size=len(rows),
+                    num_actions=search.num_actions,
+                    temperature=temperature,
+                    dirichlet_alpha=config.dirichlet_alpha,
+                    dirichlet_fraction=fraction,
+                )
+            )
+        else:
+            zeros = np.zeros((len(rows), search.num_actions))
+            draws.append((zeros, zeros))
+    out = search(
+        np.concatenate(observations),
+        noise=np.concatenate([noise for noise, _ in draws]),
+        noise_fraction=fraction,
+        temperature=temperature,
+        uniforms=np.concatenate([uniforms for _, uniforms in draws]),
+        weights=weights,
+    )
+    moves: Moves = []
+    start = 0
+    for rows, on in zip(observations, active, strict=True):
+        end = start + len(rows)
+        if on:
+            counts = out.visit_counts[start:end].astype(np.float32)
+            policies = counts / counts.sum(axis=1, keepdims=True)
+            values = out.root_value[start:end].astype(np.float32)
+            moves.append((out.actions[start:end], values, policies))
+        else:
+            moves.append(None)
+        start = end
+    return moves
+
+
+class GroupSelfPlay:
+    """:class:`~experiments.muzero.selfplay.SelfPlay` of S seeds, one search per move.
+
+    Attributes:
+      env_steps: per seed, the environment transitions taken so far.
+    """
+
+    def __init__(
+        self,
+        envs: Sequence[VectorEnv],
+        inference: Inference,
+        replays: Sequence[ReplayBuffer],
+        *,
+        config: MuZeroConfig,
+        rngs: Sequence[np.random.Generator],
+    ) -> None:
+        self.envs = list(envs)
+        self.replays = list(replays)
+        self.rngs = list(rngs)
+        self.config = config
+        self.search = inference.compiled_search(config)
+        self.env_steps = [0] * len(self.envs)
+        self._observations = [env.reset() for env in self.envs]
+        self._episodes = [RunningEpisodes(env.num_envs) for env in self.envs]
+
+    def step(self, training_step: int, active: Sequence[bool] | None = None) -> list[list[float]]:
+        """One move in every environment of each active seed (all by default); returns, per
+        seed, the returns of the episodes that ended (empty for an inactive seed)."""
+        active = [True] * len(self.envs) if active is None else list(active)
+        temperature = visit_softmax_temperature(
+            training_step, schedule=self.config.temperature_schedule
+        )
+        moves = group_act(
+            self.search,
+            self._observations,
+            rngs=self.rngs,
+            active=active,
+            config=self.config,
+            temperature=temperature,
+            noise=True,
+        )
+        returns: list[list[float]] = []
+        for i, move in enumerate(moves):
+            if move is None:
+                returns.append([])
+                continue
+            actions, values, policies = move
+            env = self.envs[i]
+            next_observations, rewards, dones = env.step(actions)
+            self.env_steps[i] += env.num_envs
+            ended = self._episodes[i].record(
+                self._observations[i], actions, rewards, values, policies, dones
+            )
+            self.replays[i].add_episodes(
+                ended.lengths,
+                ended.observations,
+                ended.actions,
+                ended.rewards,
+                ended.values,
+                ended.policies,
+            )
+            self._observations[i] = next_observations
+            returns.append(ended.returns)
+        return returns
+
+
+def evaluate_group(
+    search: CompiledSearch,
+    envs: Sequence[VectorEnv],
+    *,
+    config: MuZeroConfig,
+    rngs: Sequence[np.random.Generator],
+    active: Sequence[bool],
+    weights: WeightCopy | None = None,
+) -> list[float | None]:
+    """:func:`experiments.muzero.selfplay.evaluate` of each active seed (None for the others):
+    the mean return of one greedy episode per environment, each seed's moves searched together
+    while any of its episodes runs."""
+    observations = [
+        env.reset() if on else np.zeros((env.num_envs, env.observation_size), np.float32)
+        for env, on in zip(envs, active, strict=True)
+    ]
+    totals = [np.zeros(env.num_envs) for env in envs]
+    running = [np.full(env.num_envs, on) for env, on in zip(envs, active, strict=True)]
+    while any(r.any() for r in running):
+        moving = [r.any() for r in running]
+        moves = group_act(
+            search,
+            observations,
+            rngs=rngs,
+            active=moving,
+            config=config,
+            temperature=0.0,
+            noise=False,
+            weights=weights,
+        )
+        for i, move in enumerate(moves):
+            if move is None:
+                continue
+            observations[i], rewards, dones = envs[i].step(move[0])
+            totals[i] += np.where(running[i], rewards, 0.0)
+            running[i] &= ~dones
+    return [float(t.mean()) if on else None for t, on in zip(totals, active, strict=True)]
