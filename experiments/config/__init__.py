@@ -107,6 +107,11 @@ class RuntimeConfig:
         be faster on a GPU, where some kernels then pick non-deterministic algorithms.
       xla_cache: a folder where XLA's compiled programs are kept and reused by later jobs of the
         same shapes (seconds saved per job; the numbers are the same); None: compile each time.
+      seed_group: with ``muzero.seed_axis=true``, the most seeds ``gradlab sweep`` trains in one
+        group (fewer when the sweep's workers would otherwise wait; the numbers are the same in
+        any group).
+      group_seeds: the seeds of the group this job leads, set by the sweep (``hydra/sweeper=
+        planned``) when it groups seeds; None: a job of one seed.
     """
 
     results_dir: str = "results"
@@ -115,8 +120,18 @@ class RuntimeConfig:
     progress: bool = True
     deterministic: bool = True
     xla_cache: str | None = "~/.cache/gradlab/xla"
+    seed_group: int = 8
+    group_seeds: list[int] | None = None
 
     def __post_init__(self) -> None:
+        if (
+            isinstance(self.seed_group, bool)
+            or not isinstance(self.seed_group, int)
+            or (self.seed_group < 1)
+        ):
+            raise ConfigError(
+                f"runtime.seed_group={self.seed_group!r} is out of range; expected an integer >= 1"
+            )
         if self.threads is not None and self.threads < 1:
             raise ConfigError(
                 f"runtime.threads={self.threads!r} is out of range; expected an integer >= 1 or "

@@ -29,7 +29,16 @@ from experiments.jobs.job import MUZERO, Job, JobRequest
 from experiments.jobs.runner import ProgressFactory, run_job
 from experiments.jobs.summary import Summary, error_line
 
-__all__ = ["Skipped", "execute", "overlap_for", "run_in_process"]
+__all__ = [
+    "Skipped",
+    "execute",
+    "job_cache",
+    "outcome",
+    "overlap_for",
+    "refuse",
+    "run_in_process",
+    "skipped",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,15 +82,24 @@ def execute(
     if go and store.job_locked(request.job_dir):
         go, reason = False, "running elsewhere"
     if not go:
-        return _skipped(name, reason)
-    error = request.error
+        return skipped(name, reason)
     if request.config is None:  # refused: nothing to run in a process of its own
-        ended, not_run = None, _refuse(request)
+        ended, not_run = None, refuse(request)
     else:
         ended = _in_process(request, job=job, progress=progress)
         not_run = ended.value
+    return outcome(request, ended, not_run)
+
+
+def outcome(request: JobRequest, ended: Ended | None, not_run: Any) -> Summary | Skipped:
+    """How a job that :func:`execute` handed to a process (``ended``; None: refused in place)
+    ended, as its folder tells, reported in one line: skipped when the process said why not
+    (``not_run``, a string), else its summary (a process that died with the job running: the
+    job recorded ``failed``, or ``interrupted`` when the sweep is stopping)."""
+    name = request.name
+    error = request.error
     if isinstance(not_run, str):  # another process holds or finished it
-        return _skipped(name, not_run)
+        return skipped(name, not_run)
     summary = store.read_summary(request.job_dir)
     if ended is not None and (summary is None or summary.status == "running"):
         error = f"the job's process {ended.description} before it finished"
@@ -118,7 +136,7 @@ def _in_process(request: JobRequest, *, job: Job, progress: ProgressFactory | No
     )
 
 
-def _refuse(request: JobRequest) -> str | None:
+def refuse(request: JobRequest) -> str | None:
     """Records a job whose config was refused as ``failed`` (under its lock, as a job's own
     process would); returns why not, as :func:`run_in_process` does."""
     with store.job_lock(request.job_dir) as locked:
@@ -187,7 +205,7 @@ def run_in_process(
                     train_fn=job.train,
                     ablation=request.ablation,
                     progress=progress(name, total) if show else None,
-                    cache=_cache(job, session),
+                    cache=job_cache(job, session),
                     overlap=overlap_for(cfg.runtime.threads) if job.overlap else None,
                     stop=stop,
                 )
@@ -214,7 +232,7 @@ def overlap_for(threads: int | None) -> bool:
     return cores() > 1
 
 
-def _cache(job: Job, session: dict[str, Any] | None) -> Any:
+def job_cache(job: Job, session: dict[str, Any] | None) -> Any:
     if job.cache is None or session is None:
         return None
     if job.name not in session:
@@ -222,7 +240,7 @@ def _cache(job: Job, session: dict[str, Any] | None) -> Any:
     return session[job.name]
 
 
-def _skipped(name: str, reason: str) -> Skipped:
+def skipped(name: str, reason: str) -> Skipped:
     shown = "running in another process" if reason == "running elsewhere" else reason
     print(f"[  skipped] {name} ({shown})", flush=True)
     return Skipped(name, reason)

@@ -45,6 +45,7 @@ class PlannedJob:
     run: bool  # False: finished and would be skipped
     reason: str  # new | failed | unfinished | forced | completed | diverged | timeout
     logger_mode: str  # its typed config's logger.mode: offline | online | none
+    seed_group: int | None = None  # muzero.seed_axis: its runtime.seed_group; else None
 
     @property
     def configuration(self) -> tuple[str, ...]:
@@ -340,6 +341,9 @@ def plan(
         seen[name] = list(job_overrides)
         job_dir = store.ablation_dir(run.runtime.results_dir, ablation) / name
         go, reason = store.should_run(job_dir, force=force)
-        planned.append(PlannedJob(name, tuple(job_overrides), job_dir, go, reason, run.logger.mode))
+        group = run.runtime.seed_group if getattr(run.muzero, "seed_axis", False) else None
+        planned.append(
+            PlannedJob(name, tuple(job_overrides), job_dir, go, reason, run.logger.mode, group)
+        )
     _check_results(planned, ablation=ablation, writable=check_writable)
     return planned

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from experiments.base.errors import ConfigError
 from experiments.launch.plan import PlannedJob
 
-__all__ = ["Parallel", "launch_overrides", "launcher_given", "parallel_jobs"]
+__all__ = ["Parallel", "launch_overrides", "launcher_given", "parallel_jobs", "seed_group_size"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,6 +70,28 @@ def parallel_jobs(jobs: str, *, launcher_given: bool) -> Parallel:
     return Parallel(count)
 
 
+def seed_group_size(planned: Sequence[PlannedJob], parallel: int) -> int:
+    """How many seeds of one configuration a sweep trains as one group (``muzero.seed_axis``):
+    as many as keep every worker busy (the jobs to run over the workers, rounded up), at most
+    ``runtime.seed_group``; 1 (no groups) without the seed axis.
+
+    Raises:
+      ConfigError: some jobs on the seed axis and others not (a sweep runs on one path).
+    """
+    on = {j.seed_group is not None for j in planned}
+    if len(on) > 1:
+        mixed = next(j.name for j in planned if j.seed_group is None)
+        raise ConfigError(
+            f"muzero.seed_axis=true for some jobs of the sweep but not for {mixed}; a sweep runs "
+            "all its jobs on one path: set it for all or none"
+        )
+    caps = [j.seed_group for j in planned if j.seed_group is not None]
+    if not caps:
+        return 1
+    runnable = sum(j.run for j in planned) or len(planned)
+    return max(1, min(min(caps), -(-runnable // max(1, parallel))))
+
+
 def launch_overrides(
     task: Sequence[str],
     hyd: Sequence[str],
@@ -95,6 +117,7 @@ def launch_overrides(
 
     extra = ["runtime.progress=false"]
     hyd = list(hyd)
+    size = seed_group_size(planned, parallel)
     if parallel > 1:
         threads = 1 if jobs == "auto" else max(1, cores() // parallel)
         extra.append(f"runtime.threads={threads}")
@@ -105,12 +128,21 @@ def launch_overrides(
         # next deal as they free up). A run of seeds of one configuration goes to one worker when
         # that shortens the sweep (it builds the configuration once: experiments.jobs.dealing).
         deal = deal_size([j.configuration for j in planned], parallel)
+        if size > 1:  # a group is one job: deal them one at a time
+            deal = 1
         hyd += [f"hydra.launcher.batch_size={deal}", "hydra.launcher.pre_dispatch=all"]
     if not any(o.split("=", 1)[0] == "hydra/sweeper" for o in hyd):
         # The plan composed and validated every job; Hydra's basic sweeper would do it again
         # before launching (a measurable cost per job: docs/performance_private.md): the same
         # sweeper without that second pass.
         hyd = [*hyd, "hydra/sweeper=planned"]
+    if size > 1:
+        if "hydra/sweeper=planned" not in hyd:
+            raise ConfigError(
+                "muzero.seed_axis=true groups seeds with gradlab's sweeper; drop the "
+                "hydra/sweeper override"
+            )
+        hyd.append(f"hydra.sweeper.seed_group={size}")
     if force:
         extra.append("runtime.force=true")
     return [*task, *extra, *hyd]

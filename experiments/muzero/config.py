@@ -12,7 +12,7 @@ import dataclasses
 from typing import Any
 
 from experiments.base.errors import ConfigError, unknown_choice
-from experiments.muzero.options import LOSS_SCALES, NORMALISATIONS
+from experiments.muzero.options import LOSS_SCALES, NORMALISATIONS, SEED_AXIS_NORMALISATIONS
 from experiments.muzero.options import Q_FORMS as _Q_FORMS
 
 __all__ = [
@@ -156,6 +156,11 @@ class MuZeroConfig:
         computed and logged but not applied (an optimizer's ``var_list`` without them); held as
         a tuple. Not the same as ``stop_gradient``, which changes the gradients themselves.
       jit_compile: compile the train step with XLA.
+      seed_axis: train the seeds of one configuration together, as one computation with a
+        seed axis (:mod:`experiments.muzero.seed_axis`; ``gradlab sweep`` groups them, at most
+        ``runtime.seed_group`` a group). A seed's numbers are the same in any group, and within
+        float32 rounding of the per-seed path's, not equal to them: a study declares which
+        path it runs. Needs a normalisation without weights (not ``layernorm``).
     """
 
     network: NetworkConfig = dataclasses.field(default_factory=NetworkConfig)
@@ -189,6 +194,7 @@ class MuZeroConfig:
     eval_episodes: int = 128
     freeze: list[str] = dataclasses.field(default_factory=list)
     jit_compile: bool = True
+    seed_axis: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.network, NetworkConfig):
@@ -217,6 +223,11 @@ class MuZeroConfig:
             raise ConfigError(
                 f"muzero.replay_capacity={self.replay_capacity} is smaller than "
                 f"muzero.batch_size={self.batch_size}; expected capacity >= batch size"
+            )
+        if self.seed_axis and self.network.normalisation not in SEED_AXIS_NORMALISATIONS:
+            raise ConfigError(
+                f"muzero.network.normalisation={self.network.normalisation} is not supported with "
+                f"muzero.seed_axis=true; valid: {', '.join(SEED_AXIS_NORMALISATIONS)}"
             )
         frozen = tuple(self.freeze)
         for name in frozen:

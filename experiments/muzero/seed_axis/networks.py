@@ -35,11 +35,9 @@ import tensorflow as tf
 
 from experiments.base.errors import ConfigError
 from experiments.muzero.networks import Networks, normalisation_layer, recurrent_step
+from experiments.muzero.options import SEED_AXIS_NORMALISATIONS
 
 __all__ = ["SEED_AXIS_NORMALISATIONS", "StackedNetworks", "StackedPart"]
-
-SEED_AXIS_NORMALISATIONS = ("minmax", "none", "tanh")
-"""The hidden-state normalisations without weights: the ones the seed axis supports."""
 
 
 def _stacked_variable(variables: Sequence[keras.Variable]) -> keras.Variable:

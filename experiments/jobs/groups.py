@@ -1,0 +1,116 @@
+"""The seeds of one group (``muzero.seed_axis``) run as one job process, each job kept whole.
+
+:func:`execute_group` is :func:`experiments.jobs.isolation.execute` for a group a sweep launched
+as one Hydra job (:mod:`experiments.launch.groups`): each member is skipped, refused or reported
+as ``execute`` would, and the members left run together in this worker's job host (or a process
+of their own), each under its own lock, through :func:`experiments.jobs.group_runner.run_group`.
+A host killed with the group records every member still running ``failed`` (``interrupted``
+when the sweep is stopping), as it does a job of its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import traceback
+from collections.abc import Sequence
+from typing import Any
+
+from experiments.jobs import lifetime, store
+from experiments.jobs.group_runner import run_group
+from experiments.jobs.hosting import Ended, run_hosted, run_isolated
+from experiments.jobs.isolation import Skipped, job_cache, outcome, refuse, skipped
+from experiments.jobs.job import MUZERO, Job, JobRequest
+from experiments.jobs.summary import Summary, error_line
+
+__all__ = ["execute_group", "run_group_in_process"]
+
+
+def execute_group(requests: Sequence[JobRequest], *, job: Job = MUZERO) -> list[Summary | Skipped]:
+    """The members of one group (one configuration, a seed each): skipped if finished or held
+    elsewhere, refused if their config was, else run together; never raises for the jobs' own
+    problems. Returns each member's summary or why it was skipped, in order."""
+    if lifetime.stop_requested():
+        return [Skipped(r.name, "stopping") for r in requests]
+    lifetime.as_worker()
+    results: dict[int, Summary | Skipped] = {}
+    runnable: list[int] = []
+    for i, request in enumerate(requests):
+        go, reason = store.should_run(request.job_dir, force=request.force)
+        if go and store.job_locked(request.job_dir):
+            go, reason = False, "running elsewhere"
+        if not go:
+            results[i] = skipped(request.name, reason)
+        elif request.config is None:
+            results[i] = outcome(request, None, refuse(request))
+        else:
+            runnable.append(i)
+    if runnable:
+        members = [requests[i] for i in runnable]
+        ended = _in_process(members, job=job)
+        reasons = ended.value if isinstance(ended.value, list) else [None] * len(members)
+        for i, reason in zip(runnable, reasons, strict=True):
+            results[i] = outcome(requests[i], ended, reason)
+    return [results[i] for i in range(len(requests))]
+
+
+def _in_process(requests: Sequence[JobRequest], *, job: Job) -> Ended:
+    if job.cache is None:
+        return run_isolated(run_group_in_process, list(requests), preload=job.preload, job=job)
+    runtime = requests[0].config.runtime
+    return run_hosted(
+        run_group_in_process,
+        list(requests),
+        key=(runtime.threads, runtime.xla_cache, runtime.deterministic),
+        preload=job.preload,
+        job=job,
+    )
+
+
+def run_group_in_process(
+    requests: Sequence[JobRequest],
+    *,
+    job: Job = MUZERO,
+    session: dict[str, Any] | None = None,
+) -> list[str | None]:
+    """The group in this process: its settings, each member's lock, the job's checks, then
+    :func:`~experiments.jobs.group_runner.run_group` on the members it holds.
+
+    Returns:
+      Per member, None when it ran, else why not (``"running elsewhere"``, or the status
+      another process finished it with since the caller looked).
+    """
+    from experiments.base.process import limit_threads, quiet_tensorflow, use_xla_cache
+
+    if job.train_group is None:
+        raise ValueError(f"job {job.name} has no group training (train_group)")
+    runtime = requests[0].config.runtime
+    quiet_tensorflow()
+    limit_threads(runtime.threads)
+    use_xla_cache(runtime.xla_cache or None)
+    reasons: list[str | None] = []
+    with contextlib.ExitStack() as locks:
+        held = []
+        for request in requests:
+            if not locks.enter_context(store.job_lock(request.job_dir)):
+                reasons.append("running elsewhere")
+                continue
+            go, reason = store.should_run(request.job_dir, force=request.force)
+            reasons.append(None if go else reason)
+            if go:
+                held.append(request)
+        if not held:
+            return reasons
+        try:
+            for request in held:
+                job.validate(request.config)
+            with lifetime.JobStop() as stop:
+                run_group(
+                    held, train_group=job.train_group, cache=job_cache(job, session), stop=stop
+                )
+        except Exception as err:  # noqa: BLE001 - e.g. the job's own check: failed jobs
+            for request in held:
+                store.record_failed(
+                    request.job_dir, request.name, error_line(err),
+                    ablation=request.ablation, trace=traceback.format_exc(),
+                )  # fmt: skip
+    return reasons
