@@ -8,7 +8,9 @@ app; app()" sweep ...`` with ``PYTHONPATH`` and the working folder at its tree (
 temporary ``git worktree`` of ``--baseline-ref``, removed at the end; the current one this tree,
 uncommitted edits included), into a temporary results folder, so its time holds the CLI's
 start-up, planning, the launcher's workers, compilation, self-play, training, evaluation, the W&B
-offline runs and the summaries. The sweeps (:data:`SWEEPS`; ``--override`` appends to both):
+offline runs and the summaries. The sweeps (:data:`SWEEPS`; ``--override`` appends to both
+arms, ``--current-override`` to this tree's only, e.g. ``muzero.seed_axis=true``, a lever the
+baseline does not have):
 
 * ``catch``: ``ablation=study3_tuned task=catch seed=0,1,2,3,4``: Study 3's tuned arms (``none``,
   ``scale_gradient``, ``maxnorm``, ``stop_gradient``) x 5 seeds, 20 runs;
@@ -424,6 +426,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         metavar="KEY=VALUE",
         help="a Hydra override appended to every sweep (repeatable)",
     )
+    parser.add_argument(
+        "--current-override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Hydra override appended to this tree's sweeps only, e.g. muzero.seed_axis=true "
+        "for a lever the baseline does not have (repeatable)",
+    )
     parser.add_argument("--xla-cache", choices=("fresh", "warm"), default="fresh")
     parser.add_argument("--max-load", type=float, default=0.5, help="busy above this load")
     parser.add_argument("--force", action="store_true", help="run on a busy machine anyway")
@@ -433,14 +443,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         raise UsageError(f"--rounds {args.rounds} is out of range; expected an integer >= 1")
     if args.jobs != "auto" and not (args.jobs.isdigit() and int(args.jobs) >= 1):
         raise UsageError(f"--jobs {args.jobs!r} is not valid; expected auto or an integer >= 1")
-    for item in args.override:
-        key = item.split("=", 1)[0]
-        if "=" not in item or not key:
-            raise UsageError(f"--override {item!r} is not KEY=VALUE")
-        if any(key == r or key.startswith((f"{r}.", f"{r}/")) for r in RESERVED):
-            raise UsageError(
-                f"--override {item!r}: the harness sets {key}; keys it sets: " + ", ".join(RESERVED)
-            )
+    given = (("--override", args.override), ("--current-override", args.current_override))
+    for flag, items in given:
+        for item in items:
+            key = item.split("=", 1)[0]
+            if "=" not in item or not key:
+                raise UsageError(f"{flag} {item!r} is not KEY=VALUE")
+            if any(key == r or key.startswith((f"{r}.", f"{r}/")) for r in RESERVED):
+                raise UsageError(
+                    f"{flag} {item!r}: the harness sets {key}; keys it sets: " + ", ".join(RESERVED)
+                )
     return args
 
 
@@ -478,14 +490,19 @@ def _run(
         if baseline:
             _git("worktree", "add", "--detach", str(work / "baseline"), baseline)
             arms = {"baseline": work / "baseline", "current": HERE}
-        overrides = {n: [*SWEEPS[n], "logger=wandb_offline", *args.override] for n in names}
+        common = {n: [*SWEEPS[n], "logger=wandb_offline", *args.override] for n in names}
+        overrides = {
+            (n, a): [*common[n], *(args.current_override if a == "current" else [])]
+            for n in names
+            for a in arms
+        }
         caches = {(n, a): work / "xla" / f"{n}-{a}" for n in names for a in arms}
         if args.xla_cache == "warm":
             for (name, arm), cache in caches.items():
                 log = work / f"warm-{name}-{arm}.log"
                 run_sweep(
                     arms[arm],
-                    overrides[name],
+                    overrides[name, arm],
                     cache=cache,
                     jobs=args.jobs,
                     log=log,
@@ -502,7 +519,7 @@ def _run(
                     log = work / f"{name}-{arm}-{r}.log"
                     run = run_sweep(
                         arms[arm],
-                        overrides[name],
+                        overrides[name, arm],
                         cache=cache,
                         jobs=args.jobs,
                         log=log,

@@ -142,6 +142,8 @@ def test_read_job_from_its_files(st, tmp_path):
         (["--override", "runtime.results_dir=/x"], "the harness sets runtime.results_dir"),
         (["--override", "hydra/launcher=joblib"], "the harness sets hydra/launcher"),
         (["--override", "ablation=clip"], "the harness sets ablation"),
+        (["--current-override", "noequals"], "--current-override 'noequals' is not KEY=VALUE"),
+        (["--current-override", "runtime.xla_cache=/x"], "the harness sets runtime.xla_cache"),
         (["--sweep", "pong"], "invalid choice: 'pong'"),
         (["--no-such-flag"], "unrecognized arguments"),
     ],
@@ -214,6 +216,7 @@ def test_end_to_end_tiny(st, tmp_path, capsys, baseline):
         "--rounds", "1", "--sweep", "catch", "--jobs", "1", "--force",
         "--override", "variant=none", "--override", "seed=0",
         "--override", "muzero.training_steps=20", "--out", str(out),
+        "--current-override", "muzero.seed_axis=true",
     ]  # fmt: skip
     argv += ["--baseline-ref", "HEAD"] if baseline else []
     assert st.main(argv) == 0
@@ -229,6 +232,8 @@ def test_end_to_end_tiny(st, tmp_path, capsys, baseline):
     for run in record["runs"]:
         assert run["runs"] == 1 and run["statuses"] == {"completed": 1}
         assert "logger=wandb_offline" in run["overrides"]
+        # this tree's arm alone gets --current-override
+        assert ("muzero.seed_axis=true" in run["overrides"]) == (run["arm"] == "current")
         assert any(o.startswith("runtime.xla_cache=/") for o in run["overrides"])
         assert run["runs_per_hour"] == pytest.approx(3600.0 / run["wall_s"])
         phases = run["phases"]
