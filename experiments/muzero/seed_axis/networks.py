@@ -34,7 +34,7 @@ import numpy as np
 import tensorflow as tf
 
 from experiments.base.errors import ConfigError
-from experiments.muzero.networks import Networks, normalisation_layer, recurrent_step
+from experiments.muzero.networks import Networks, normalisation_layer
 from experiments.muzero.options import SEED_AXIS_NORMALISATIONS
 
 __all__ = ["SEED_AXIS_NORMALISATIONS", "StackedNetworks", "StackedPart"]
@@ -199,39 +199,16 @@ class StackedNetworks:
             [n.prediction for n in networks], self.seeds, self._prediction
         )
 
-    @property
-    def variables(self) -> list[keras.Variable]:
-        """All variables, representation, then dynamics, then prediction (all trainable)."""
-        return self.trainable_variables
-
-    @property
-    def trainable_variables(self) -> list[keras.Variable]:
-        return (
-            self.representation.trainable_variables
-            + self.dynamics.trainable_variables
-            + self.prediction.trainable_variables
-        )
+    # Networks' own accessors: they read only the three networks and the supports, which a
+    # StackedNetworks has under the same names (flat seed-major rows in and out).
+    variables = Networks.variables
+    trainable_variables = Networks.trainable_variables
+    initial_inference = Networks.initial_inference
+    recurrent_inference = Networks.recurrent_inference
 
     def seed_weights(self, seed_index: int) -> list[np.ndarray]:
         """Seed ``seed_index``'s weights, in the order of ``Networks.variables``."""
         return [np.asarray(v.numpy())[seed_index] for v in self.variables]
-
-    def initial_inference(self, observation: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-        """``[S * B, O]`` -> hidden ``[S * B, H]``, scalar value ``[S * B]``, policy logits."""
-        observation = tf.convert_to_tensor(observation, tf.float32)
-        hidden = self.representation(tf.reshape(observation, [-1, self.observation_size]))
-        policy, value = self.prediction(hidden)
-        return hidden, self.value_support.to_scalar(value), policy
-
-    def recurrent_inference(self, hidden: tf.Tensor, action: tf.Tensor):
-        """As :meth:`Networks.recurrent_inference`, on flat seed-major rows."""
-        next_hidden, reward, value, policy = recurrent_step(self, hidden, action)
-        return (
-            next_hidden,
-            self.reward_support.to_scalar(reward),
-            self.value_support.to_scalar(value),
-            policy,
-        )
 
     def _trunk(self, part: StackedPart, x: tf.Tensor, start: int) -> tuple[tf.Tensor, int]:
         """``config.depth`` ReLU Dense layers of ``part`` from its layer ``start``; returns the
