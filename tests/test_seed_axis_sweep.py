@@ -88,3 +88,28 @@ def test_a_sweep_on_the_seed_axis_runs_each_seed_as_its_own_job(tmp_path, monkey
     assert own.name == jobs[1].name
     assert _rows(own) == _rows(jobs[1])
     assert _rows(jobs[0]) != _rows(jobs[1])
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["runtime.group_seeds=[0,1]"], "runtime.group_seeds=[0, 1] trains seeds as one group, "
+         "which needs muzero.seed_axis=true"),
+        (["muzero.seed_axis=true", "runtime.group_seeds=[1,0]"],
+         "runtime.group_seeds=[1, 0] must start with the job's own seed 0"),
+        (["muzero.seed_axis=true", "muzero.network.normalisation=layernorm"],
+         "muzero.network.normalisation=layernorm is not supported with muzero.seed_axis=true; "
+         "valid: minmax, none, tanh"),
+        (["muzero.seed_axis=true", "runtime.seed_group=0"],
+         "runtime.seed_group=0 is out of range; expected an integer >= 1"),
+    ],
+)  # fmt: skip
+def test_bad_seed_axis_settings_are_one_line_exit_2(tmp_path, extra, message):
+    result = CliRunner().invoke(
+        app,
+        ["sweep", "ablation=hidden_scale", "variant=none", "regime=tuned", "seed=0", *extra,
+         f"runtime.results_dir={tmp_path}", "--dry-run"],
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert message in result.output and result.output.count("\n") == 1
+    assert not any(tmp_path.iterdir())

@@ -172,6 +172,18 @@ class RunConfig:
             )
         if not isinstance(self.variant, VariantConfig):
             raise ConfigError("missing variant; pick one, e.g. variant=none")
+        group = self.runtime.group_seeds
+        if group is not None:
+            if not getattr(self.muzero, "seed_axis", False):
+                raise ConfigError(
+                    f"runtime.group_seeds={list(group)!r} trains seeds as one group, which needs "
+                    "muzero.seed_axis=true"
+                )
+            if not group or self.seed != group[0]:
+                raise ConfigError(
+                    f"runtime.group_seeds={list(group)!r} must start with the job's own seed "
+                    f"{self.seed}"
+                )
 
 
 def _writable(node: Any) -> Any:

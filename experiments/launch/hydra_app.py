@@ -110,7 +110,7 @@ def task_function(job: Job = MUZERO, progress: Any = None) -> Callable[[DictConf
         hc = HydraConfig.get()
         overrides, choices = list(hc.overrides.task), dict(hc.runtime.choices)
         seeds = OmegaConf.select(cfg, GROUP_KEY, throw_on_resolution_failure=False)
-        if seeds is not None and len(seeds) > 1:
+        if seeds is not None and len(seeds) > 1 and _valid(cfg):
             return execute_group(
                 group_requests(cfg, hc.runtime.output_dir, overrides, choices, list(seeds)),
                 job=job,
@@ -121,6 +121,15 @@ def task_function(job: Job = MUZERO, progress: Any = None) -> Callable[[DictConf
         return execute(request, job=job, progress=progress)
 
     return run_task
+
+
+def _valid(cfg: DictConfig) -> bool:
+    """Whether ``cfg`` converts to a run config (a refused one runs as one failed job)."""
+    try:
+        to_run_config(cfg)
+    except Exception:  # noqa: BLE001 - the job request records the refusal
+        return False
+    return True
 
 
 def on_seed_axis(config: Any, job: Job) -> bool:
