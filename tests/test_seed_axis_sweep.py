@@ -44,15 +44,30 @@ def test_group_batch_groups_each_configurations_seeds_in_order():
     assert member_overrides(leader, 1) == ["variant=none", "seed=1"]
 
 
-def _planned(name, group, run=True):
-    return PlannedJob(name, (), None, run, "new", "none", group)  # type: ignore[arg-type]
+def _planned(name, group, config="variant=none", seed=0, run=True):
+    overrides = (config, f"seed={seed}")
+    return PlannedJob(name, overrides, None, run, "new", "none", group)  # type: ignore[arg-type]
 
 
-def test_the_group_size_keeps_every_worker_busy_and_refuses_mixed_paths():
-    jobs = [_planned(f"j{i}", 8) for i in range(20)]
-    assert seed_group_size(jobs, 2) == 8  # 20 jobs over 2 workers: 10 each, at most 8
-    assert seed_group_size(jobs[:4], 2) == 2  # 4 jobs over 2 workers: groups of 2
-    assert seed_group_size([_planned(f"j{i}", 3) for i in range(20)], 2) == 3
+def _cells(configs, seeds, cap=8, done=0):
+    return [
+        _planned(f"{c}{s}", cap, f"variant={c}", s, run=s >= done)
+        for c in configs
+        for s in range(seeds)
+    ]
+
+
+def test_the_group_size_finishes_soonest_and_refuses_mixed_paths():
+    # the benchmark's Catch sweep: 4 configurations x 5 seeds on 2 workers -> a group per cell
+    assert seed_group_size(_cells("abcd", 5), 2) == 5
+    # its Breakout sweep: 1 x 4 on 2 workers -> two groups of 2 (not 3 + 1, nor one of 4)
+    assert seed_group_size(_cells("a", 4), 2) == 2
+    # 2 x 4 on 4 workers: four groups of 2 finish before two groups of 4 (two workers idle)
+    assert seed_group_size(_cells("ab", 4), 4) == 2
+    # 3 x 3 on 4 workers: groups of 3 finish as soon as groups of 2 would; the larger is kept
+    assert seed_group_size(_cells("abc", 3), 4) == 3
+    assert seed_group_size(_cells("abcd", 5, cap=3), 2) == 3  # runtime.seed_group caps it
+    assert seed_group_size(_cells("a", 10, done=8), 2) == 1  # two seeds left: one each
     assert seed_group_size([_planned("j", None)] * 3, 2) == 1
     with pytest.raises(ConfigError, match="some jobs of the sweep but not for j1"):
         seed_group_size([_planned("j0", 8), _planned("j1", None)], 2)
@@ -93,10 +108,14 @@ def test_a_sweep_on_the_seed_axis_runs_each_seed_as_its_own_job(tmp_path, monkey
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["runtime.group_seeds=[0,1]"], "runtime.group_seeds=[0, 1] trains seeds as one group, "
-         "which needs muzero.seed_axis=true"),
+        (["runtime.group_seeds=[0,1]"], "runtime.group_seeds is set by gradlab sweep"),
         (["muzero.seed_axis=true", "runtime.group_seeds=[1,0]"],
-         "runtime.group_seeds=[1, 0] must start with the job's own seed 0"),
+         "runtime.group_seeds is set by gradlab sweep when it groups seeds; give "
+         "muzero.seed_axis=true instead"),
+        (["muzero.seed_axis=true", "hydra.sweeper.seed_group=3"],
+         "hydra.sweeper.seed_group is set by gradlab sweep when it groups seeds"),
+        (["muzero.seed_axis=true", "budget.max_wall_s=60"],
+         "budget.max_wall_s=60.0 with muzero.seed_axis=true: a group's seeds share one clock"),
         (["muzero.seed_axis=true", "muzero.network.normalisation=layernorm"],
          "muzero.network.normalisation=layernorm is not supported with muzero.seed_axis=true; "
          "valid: minmax, none, tanh"),

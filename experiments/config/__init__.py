@@ -179,11 +179,17 @@ class RunConfig:
                     f"runtime.group_seeds={list(group)!r} trains seeds as one group, which needs "
                     "muzero.seed_axis=true"
                 )
-            if not group or self.seed != group[0]:
+            if not group or self.seed != group[0] or len(set(group)) != len(group):
                 raise ConfigError(
                     f"runtime.group_seeds={list(group)!r} must start with the job's own seed "
-                    f"{self.seed}"
+                    f"{self.seed} and name each seed once"
                 )
+        if getattr(self.muzero, "seed_axis", False) and self.budget.max_wall_s is not None:
+            raise ConfigError(
+                f"budget.max_wall_s={self.budget.max_wall_s} with muzero.seed_axis=true: a group's "
+                "seeds share one clock, so where a seed stops would depend on its group; set one "
+                "of the two"
+            )
 
 
 def _writable(node: Any) -> Any:

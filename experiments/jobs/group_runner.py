@@ -63,12 +63,14 @@ def run_group(
     Returns:
       Each job's summary, in the order of ``requests``.
     """
-    members = [_Member(r, _start(r), DivergenceCheck(r.config.divergence)) for r in requests]
+    members = _start_all(requests)
     cfg = requests[0].config
     t0 = clock()
     summaries: dict[int, Summary] = {}
     rows = None
     try:
+        # The library-level seeds (a safety net: every generator of a run is built from its own
+        # seed, nothing draws from global state) are the first member's, whatever the group.
         seed_everything(cfg.seed, deterministic=cfg.runtime.deterministic)
         variant, placement = cfg.variant.build()
         kept = {} if cache is None else {"cache": cache}
@@ -96,6 +98,7 @@ def run_group(
                         continue
                     if _record(member, dict(row), writers[i], clock() - t0):
                         group.drop(i)
+                        writers[i].close()  # its rows on disk before its summary, as run_job
                         summaries[i] = _finish(member, clock() - t0)
     except Exception as err:  # noqa: BLE001 - recorded in every running job, the sweep goes on
         trace = traceback.format_exc()
@@ -107,10 +110,33 @@ def run_group(
         if rows is not None and hasattr(rows, "close"):
             with contextlib.suppress(Exception):
                 rows.close()
+    errors = []
     for i, member in enumerate(members):
         if i not in summaries:
-            summaries[i] = _finish(member, clock() - t0)
+            try:
+                summaries[i] = _finish(member, clock() - t0)
+            except Exception as err:  # noqa: BLE001 - the others are finished all the same
+                errors.append(err)
+    if errors:  # the caller records the members left without a final summary as failed
+        raise errors[0]
     return [summaries[i] for i in range(len(members))]
+
+
+def _start_all(requests: Sequence[JobRequest]) -> list[_Member]:
+    """Starts every member; if one cannot start, the ones started are ended ``failed`` (their
+    W&B runs closed) and the error raised (the caller records the rest)."""
+    members: list[_Member] = []
+    try:
+        for request in requests:
+            started = _start(request)
+            members.append(_Member(request, started, DivergenceCheck(request.config.divergence)))
+    except Exception as err:
+        for member in members:
+            member.ending = Ending("failed", 0, None, error_line(err))
+            with contextlib.suppress(Exception):
+                _finish(member, 0.0)
+        raise
+    return members
 
 
 def _start(request: JobRequest) -> Started:

@@ -100,6 +100,7 @@ def run_group_in_process(
                 held.append(request)
         if not held:
             return reasons
+        before = {r.job_dir: _started_at(r) for r in held}
         try:
             for request in held:
                 job.validate(request.config)
@@ -109,8 +110,18 @@ def run_group_in_process(
                 )
         except Exception as err:  # noqa: BLE001 - e.g. the job's own check: failed jobs
             for request in held:
+                ended = store.read_summary(request.job_dir)
+                this_run = ended is not None and ended.started_at != before[request.job_dir]
+                if this_run and ended.status != "running":
+                    continue  # ended in this group before the error: its own summary stands
                 store.record_failed(
                     request.job_dir, request.name, error_line(err),
                     ablation=request.ablation, trace=traceback.format_exc(),
                 )  # fmt: skip
     return reasons
+
+
+def _started_at(request: JobRequest) -> str | None:
+    """When the job's last attempt started, as its summary says (None: no summary)."""
+    summary = store.read_summary(request.job_dir)
+    return None if summary is None else summary.started_at

@@ -54,6 +54,9 @@ def group_batch(batch: Sequence[Sequence[str]], size: int | None) -> list[list[s
 
 
 def member_overrides(overrides: Sequence[str], seed: int) -> list[str]:
-    """A group job's overrides as its member ``seed``'s own: ``seed=`` set to it (in place),
-    the group key dropped."""
-    return [f"seed={seed}" if _key(o) == "seed" else o for o in overrides if _key(o) != GROUP_KEY]
+    """A group job's overrides as its member ``seed``'s own: ``seed=`` set to it (in place, or
+    added last), the group key dropped."""
+    kept = [o for o in overrides if _key(o) != GROUP_KEY]
+    if not any(_key(o) == "seed" for o in kept):
+        return [*kept, f"seed={seed}"]
+    return [f"seed={seed}" if _key(o) == "seed" else o for o in kept]

@@ -16,6 +16,7 @@ gradlab agree on where a job's results are, and a re-run finds them.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sys
 import traceback
@@ -110,26 +111,20 @@ def task_function(job: Job = MUZERO, progress: Any = None) -> Callable[[DictConf
         hc = HydraConfig.get()
         overrides, choices = list(hc.overrides.task), dict(hc.runtime.choices)
         seeds = OmegaConf.select(cfg, GROUP_KEY, throw_on_resolution_failure=False)
-        if seeds is not None and len(seeds) > 1 and _valid(cfg):
-            return execute_group(
-                group_requests(cfg, hc.runtime.output_dir, overrides, choices, list(seeds)),
-                job=job,
-            )
         request = job_request(cfg, hc.runtime.output_dir, overrides=overrides, choices=choices)
+        if seeds is not None and len(seeds) > 1:
+            members = group_requests(cfg, hc.runtime.output_dir, overrides, choices, list(seeds))
+            if request.config is None:  # the group refused: each member recorded so
+                members = [
+                    dataclasses.replace(m, config=None, error=request.error, trace=request.trace)
+                    for m in members
+                ]
+            return execute_group(members, job=job)
         if request.config is not None and on_seed_axis(request.config, job):
             return execute_group([request], job=job)[0]  # a group of one: the same path
         return execute(request, job=job, progress=progress)
 
     return run_task
-
-
-def _valid(cfg: DictConfig) -> bool:
-    """Whether ``cfg`` converts to a run config (a refused one runs as one failed job)."""
-    try:
-        to_run_config(cfg)
-    except Exception:  # noqa: BLE001 - the job request records the refusal
-        return False
-    return True
 
 
 def on_seed_axis(config: Any, job: Job) -> bool:

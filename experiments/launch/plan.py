@@ -301,6 +301,13 @@ def plan(
     register_schema(job.muzero_schema)
     config_dir = Path(config_dir).resolve()
     task, hyd = split_hydra_overrides(overrides)
+    for given in (*task, *hyd):
+        key = given.split("=", 1)[0].lstrip("+~")
+        if key in ("runtime.group_seeds", "hydra.sweeper.seed_group"):
+            raise ConfigError(
+                f"{key} is set by gradlab sweep when it groups seeds; give "
+                "muzero.seed_axis=true instead (runtime.seed_group caps a group's size)"
+            )
     parsed = _parse(task)
     if multirun:
         presets = [o for o in task if o.split("=", 1)[0] == "ablation"]

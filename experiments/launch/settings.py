@@ -8,6 +8,7 @@ capped ``--jobs`` deserves is returned for the caller to show.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 from collections.abc import Sequence
 
@@ -72,8 +73,10 @@ def parallel_jobs(jobs: str, *, launcher_given: bool) -> Parallel:
 
 def seed_group_size(planned: Sequence[PlannedJob], parallel: int) -> int:
     """How many seeds of one configuration a sweep trains as one group (``muzero.seed_axis``):
-    as many as keep every worker busy (the jobs to run over the workers, rounded up), at most
-    ``runtime.seed_group``; 1 (no groups) without the seed axis.
+    the largest size, at most ``runtime.seed_group``, whose groups (each configuration's seeds
+    to run, cut into groups of that size) the workers finish soonest, a group's cost taken as
+    its seeds, dealt largest first to the least loaded worker; 1 (no groups) without the seed
+    axis.
 
     Raises:
       ConfigError: some jobs on the seed axis and others not (a sweep runs on one path).
@@ -88,8 +91,23 @@ def seed_group_size(planned: Sequence[PlannedJob], parallel: int) -> int:
     caps = [j.seed_group for j in planned if j.seed_group is not None]
     if not caps:
         return 1
-    runnable = sum(j.run for j in planned) or len(planned)
-    return max(1, min(min(caps), -(-runnable // max(1, parallel))))
+    counts = collections.Counter(j.configuration for j in planned if j.run)
+    counts = counts or collections.Counter(j.configuration for j in planned)
+    workers = max(1, parallel)
+
+    def makespan(size: int) -> int:
+        groups = sorted(
+            (min(size, n - start) for n in counts.values() for start in range(0, n, size)),
+            reverse=True,
+        )
+        loads = [0] * workers
+        for seeds in groups:
+            loads[loads.index(min(loads))] += seeds
+        return max(loads)
+
+    sizes = range(min(min(caps), max(counts.values())), 0, -1)
+    best = min(makespan(size) for size in sizes)
+    return next(size for size in sizes if makespan(size) == best)
 
 
 def launch_overrides(

@@ -63,11 +63,7 @@ def planned_sweeper_class(
       private: returns the private class (a stand-in in tests).
       public: returns the basic sweeper through Hydra's public APIs.
     """
-    members: dict[str, object] = {
-        "__module__": __name__,
-        "__init__": _init,
-        "get_job_batch": _get_job_batch,
-    }
+    members: dict[str, object] = {"__module__": __name__}
     try:
         base = private()
         if not callable(getattr(base, "validate_batch_is_legal", None)):
@@ -84,22 +80,28 @@ def planned_sweeper_class(
     else:
         members["__doc__"] = "Hydra's ``BasicSweeper`` without re-composing each job."
         members["validate_batch_is_legal"] = _skip_validation
+    members.update(_grouping(base))
     return type("PlannedSweeper", (base,), members)
 
 
-def _init(self: Sweeper, max_batch_size=None, params=None, seed_group=None) -> None:
-    """The basic sweeper's arguments, and ``seed_group``: group the seeds of each configuration
-    in launched jobs of at most that many (``muzero.seed_axis``; None: a job per seed)."""
-    super(type(self), self).__init__(max_batch_size=max_batch_size, params=params)
-    self.seed_group = seed_group
+def _grouping(base: type) -> dict[str, object]:
+    """The methods that group seeds (``seed_group``) on top of ``base``."""
 
+    def __init__(self: Sweeper, max_batch_size=None, params=None, seed_group=None) -> None:
+        """The basic sweeper's arguments, and ``seed_group``: group the seeds of each
+        configuration in launched jobs of at most that many (``muzero.seed_axis``; None: a job
+        per seed)."""
+        base.__init__(self, max_batch_size=max_batch_size, params=params)
+        self.seed_group = seed_group
 
-def _get_job_batch(self: Sweeper) -> list[list[str]]:
-    """The basic sweeper's next batch, seeds grouped (:func:`experiments.launch.groups.
-    group_batch`)."""
-    from experiments.launch.groups import group_batch
+    def get_job_batch(self: Sweeper) -> list[list[str]]:
+        """The basic sweeper's next batch, seeds grouped (:func:`experiments.launch.groups.
+        group_batch`)."""
+        from experiments.launch.groups import group_batch
 
-    return group_batch(super(type(self), self).get_job_batch(), self.seed_group)
+        return group_batch(base.get_job_batch(self), self.seed_group)
+
+    return {"__init__": __init__, "get_job_batch": get_job_batch}
 
 
 PlannedSweeper = planned_sweeper_class()

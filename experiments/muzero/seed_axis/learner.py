@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from experiments.base.errors import ConfigError
 from experiments.gradients import Placement, Variant
 from experiments.muzero.config import MuZeroConfig
 from experiments.muzero.learner import Learner, StepInputs, make_optimizer
@@ -54,6 +55,12 @@ class GroupLearner(Learner):
     ) -> None:
         self.seeds = networks.seeds
         self._clipping = dict(variant.optimizer_kwargs)
+        unknown = sorted(set(self._clipping) - {"clipnorm", "global_clipnorm"})
+        if unknown:  # each would need its per-seed form here; none may pass silently
+            raise ConfigError(
+                f"optimizer setting {unknown[0]} of variant {variant.name!r} is not supported on "
+                "the seed axis; valid: clipnorm, global_clipnorm"
+            )
         super().__init__(networks, config=config, variant=variant, placement=placement)
 
     def _make_optimizer(self, factor: float) -> Any:

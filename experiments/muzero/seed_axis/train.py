@@ -12,7 +12,7 @@ one evaluation search per move for all seeds. Iterating it yields, per step, one
 Seed s's rows do not depend on which seeds share its group (``tests/test_seed_axis_train.py``:
 alone and in groups, row for row, bit for bit). They are not the rows of ``train``'s own path
 (the seed axis sums a layer's bias gradient in another order: float32 rounding apart, the same
-computation); a run records which path it took (``runtime.seed_group``, docs/performance.md).
+computation); a run records which path it took (``muzero.seed_axis``, docs/performance.md).
 
 Work is not overlapped with the step here (``train``'s ``overlap``): a sweep runs one job per
 core, where overlap gains nothing.
