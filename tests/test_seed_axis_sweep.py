@@ -78,6 +78,9 @@ def _sweep(tmp_path, folder, *extra):
         app, ["sweep", "--jobs", "1", *TINY, f"runtime.results_dir={tmp_path / folder}", *extra]
     )
     assert result.exit_code == 0, result.output
+    seeds = next(o for o in extra if o.startswith("seed=")).count(",") + 1
+    said = f"each configuration's seeds trained together, at most {seeds} a group"
+    assert (said in result.output) == (seeds > 1)
     return tmp_path / folder / "hidden_scale"
 
 

@@ -25,7 +25,13 @@ from experiments.jobs.job import MUZERO, Job
 from experiments.launch import plan as planning
 from experiments.launch.counting import Counts, Stopped, count_jobs, mark_stopped, wait_for_running
 from experiments.launch.plan import PlannedJob
-from experiments.launch.settings import Parallel, launch_overrides, launcher_given, parallel_jobs
+from experiments.launch.settings import (
+    Parallel,
+    launch_overrides,
+    launcher_given,
+    parallel_jobs,
+    seed_group_size,
+)
 
 __all__ = [
     "FolderCheck",
@@ -187,6 +193,12 @@ def prepare_sweep(
     launch = launch_overrides(
         task, hyd, planned=jobs, parallel=parallel.count, jobs=request.jobs, force=request.force
     )
+    size = seed_group_size(jobs, parallel.count)
+    if size > 1:
+        note(
+            f"seed axis (muzero.seed_axis=true): each configuration's seeds trained together, "
+            f"at most {size} a group; each seed is still its own job"
+        )
     return SweepPlan(request, tuple(jobs), parallel, tuple(launch), conf)
 
 
