@@ -17,8 +17,16 @@ from typing import Any
 
 from experiments.jobs import lifetime, store
 from experiments.jobs.group_runner import run_group
-from experiments.jobs.hosting import Ended, run_hosted, run_isolated
-from experiments.jobs.isolation import Skipped, job_cache, outcome, refuse, skipped
+from experiments.jobs.isolation import (
+    Skipped,
+    in_job_process,
+    job_cache,
+    outcome,
+    refuse,
+    set_up_process,
+    skipped,
+    why_not,
+)
 from experiments.jobs.job import MUZERO, Job, JobRequest
 from experiments.jobs.summary import Summary, error_line
 
@@ -35,10 +43,8 @@ def execute_group(requests: Sequence[JobRequest], *, job: Job = MUZERO) -> list[
     results: dict[int, Summary | Skipped] = {}
     runnable: list[int] = []
     for i, request in enumerate(requests):
-        go, reason = store.should_run(request.job_dir, force=request.force)
-        if go and store.job_locked(request.job_dir):
-            go, reason = False, "running elsewhere"
-        if not go:
+        reason = why_not(request)
+        if reason is not None:
             results[i] = skipped(request.name, reason)
         elif request.config is None:
             results[i] = outcome(request, None, refuse(request))
@@ -46,24 +52,12 @@ def execute_group(requests: Sequence[JobRequest], *, job: Job = MUZERO) -> list[
             runnable.append(i)
     if runnable:
         members = [requests[i] for i in runnable]
-        ended = _in_process(members, job=job)
+        runtime = members[0].config.runtime
+        ended = in_job_process(run_group_in_process, members, runtime=runtime, job=job)
         reasons = ended.value if isinstance(ended.value, list) else [None] * len(members)
         for i, reason in zip(runnable, reasons, strict=True):
             results[i] = outcome(requests[i], ended, reason)
     return [results[i] for i in range(len(requests))]
-
-
-def _in_process(requests: Sequence[JobRequest], *, job: Job) -> Ended:
-    if job.cache is None:
-        return run_isolated(run_group_in_process, list(requests), preload=job.preload, job=job)
-    runtime = requests[0].config.runtime
-    return run_hosted(
-        run_group_in_process,
-        list(requests),
-        key=(runtime.threads, runtime.xla_cache, runtime.deterministic),
-        preload=job.preload,
-        job=job,
-    )
 
 
 def run_group_in_process(
@@ -79,14 +73,9 @@ def run_group_in_process(
       Per member, None when it ran, else why not (``"running elsewhere"``, or the status
       another process finished it with since the caller looked).
     """
-    from experiments.base.process import limit_threads, quiet_tensorflow, use_xla_cache
-
     if job.train_group is None:
         raise ValueError(f"job {job.name} has no group training (train_group)")
-    runtime = requests[0].config.runtime
-    quiet_tensorflow()
-    limit_threads(runtime.threads)
-    use_xla_cache(runtime.xla_cache or None)
+    set_up_process(requests[0].config.runtime)
     reasons: list[str | None] = []
     with contextlib.ExitStack() as locks:
         held = []

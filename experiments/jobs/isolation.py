@@ -32,12 +32,15 @@ from experiments.jobs.summary import Summary, error_line
 __all__ = [
     "Skipped",
     "execute",
+    "in_job_process",
     "job_cache",
     "outcome",
     "overlap_for",
     "refuse",
     "run_in_process",
+    "set_up_process",
     "skipped",
+    "why_not",
 ]
 
 
@@ -78,10 +81,8 @@ def execute(
     if lifetime.stop_requested():
         return Skipped(name, "stopping")
     lifetime.as_worker()  # a launcher worker ends with its parent (nothing in the main process)
-    go, reason = store.should_run(request.job_dir, force=request.force)
-    if go and store.job_locked(request.job_dir):
-        go, reason = False, "running elsewhere"
-    if not go:
+    reason = why_not(request)
+    if reason is not None:
         return skipped(name, reason)
     if request.config is None:  # refused: nothing to run in a process of its own
         ended, not_run = None, refuse(request)
@@ -89,6 +90,16 @@ def execute(
         ended = _in_process(request, job=job, progress=progress)
         not_run = ended.value
     return outcome(request, ended, not_run)
+
+
+def why_not(request: JobRequest) -> str | None:
+    """Why a launcher worker does not hand ``request`` to a process: its status when it is
+    finished (and not forced), ``"running elsewhere"`` when a live process holds it; None: run
+    it (the job's own process looks again under the lock)."""
+    go, reason = store.should_run(request.job_dir, force=request.force)
+    if go and store.job_locked(request.job_dir):
+        return "running elsewhere"
+    return None if go else reason
 
 
 def outcome(request: JobRequest, ended: Ended | None, not_run: Any) -> Summary | Skipped:
@@ -119,21 +130,36 @@ def outcome(request: JobRequest, ended: Ended | None, not_run: Any) -> Summary |
 
 
 def _in_process(request: JobRequest, *, job: Job, progress: ProgressFactory | None) -> Ended:
-    """:func:`run_in_process` in a process of its own, or in this worker's job host when the
-    job keeps what it builds (:attr:`~experiments.jobs.job.Job.cache`)."""
+    """:func:`run_in_process` in a process of its own, or in this worker's job host."""
+    return in_job_process(
+        run_in_process, request, runtime=request.config.runtime, job=job, progress=progress
+    )
+
+
+def in_job_process(target: Any, work: Any, *, runtime: Any, job: Job, **kwargs: Any) -> Ended:
+    """``target(work, job=job, **kwargs)`` in a process of its own, or in this worker's job host
+    when the job keeps what it builds (:attr:`~experiments.jobs.job.Job.cache`), one host per
+    ``runtime``'s process settings (threads, XLA cache, determinism: set once a process)."""
     if job.cache is None:
-        return run_isolated(
-            run_in_process, request, preload=job.preload, job=job, progress=progress
-        )
-    runtime = request.config.runtime
+        return run_isolated(target, work, preload=job.preload, job=job, **kwargs)
     return run_hosted(
-        run_in_process,
-        request,
+        target,
+        work,
         key=(runtime.threads, runtime.xla_cache, runtime.deterministic),  # once per process
         preload=job.preload,
         job=job,
-        progress=progress,
+        **kwargs,
     )
+
+
+def set_up_process(runtime: Any) -> None:
+    """A job process's settings from its ``runtime`` config: TensorFlow quiet, its threads, its
+    XLA cache."""
+    from experiments.base.process import limit_threads, quiet_tensorflow, use_xla_cache
+
+    quiet_tensorflow()  # a no-op where the process server preloaded it
+    limit_threads(runtime.threads)
+    use_xla_cache(runtime.xla_cache or None)
 
 
 def refuse(request: JobRequest) -> str | None:
@@ -175,14 +201,10 @@ def run_in_process(
       live process holds the job (``"running elsewhere"``), or another process finished it
       since the caller looked (its status, e.g. ``"completed"``).
     """
-    from experiments.base.process import limit_threads, quiet_tensorflow, use_xla_cache
-
     cfg = request.config
     if cfg is None:
         raise ValueError(f"job {request.name} has no config to run: {request.error}")
-    quiet_tensorflow()  # a no-op where the process server preloaded it
-    limit_threads(cfg.runtime.threads)
-    use_xla_cache(cfg.runtime.xla_cache or None)
+    set_up_process(cfg.runtime)
     with store.job_lock(request.job_dir) as locked:
         if not locked:
             return "running elsewhere"  # the caller saw it free: another process took it since
