@@ -105,9 +105,9 @@ def seed_group_size(planned: Sequence[PlannedJob], parallel: int) -> int:
             loads[loads.index(min(loads))] += seeds
         return max(loads)
 
-    sizes = range(min(min(caps), max(counts.values())), 0, -1)
-    best = min(makespan(size) for size in sizes)
-    return next(size for size in sizes if makespan(size) == best)
+    spans = {size: makespan(size) for size in range(1, min(min(caps), max(counts.values())) + 1)}
+    best = min(spans.values())
+    return max(size for size, span in spans.items() if span == best)
 
 
 def launch_overrides(
@@ -118,6 +118,7 @@ def launch_overrides(
     parallel: int,
     jobs: str,
     force: bool,
+    seed_group: int = 1,
 ) -> list[str]:
     """The overrides Hydra launches a planned sweep with: the task's, then gradlab's runtime
     settings, then Hydra's own (the launcher, its deal, the planned sweeper).
@@ -129,13 +130,14 @@ def launch_overrides(
       parallel: jobs at once (:func:`parallel_jobs`).
       jobs: ``--jobs`` as given (``auto``: one TensorFlow thread per job).
       force: re-run finished jobs too.
+      seed_group: seeds of one configuration launched as one job (:func:`seed_group_size`);
+        1: a job per seed.
     """
     from experiments.base.process import cores
     from experiments.jobs.dealing import deal_size
 
     extra = ["runtime.progress=false"]
     hyd = list(hyd)
-    size = seed_group_size(planned, parallel)
     if parallel > 1:
         threads = 1 if jobs == "auto" else max(1, cores() // parallel)
         extra.append(f"runtime.threads={threads}")
@@ -146,7 +148,7 @@ def launch_overrides(
         # next deal as they free up). A run of seeds of one configuration goes to one worker when
         # that shortens the sweep (it builds the configuration once: experiments.jobs.dealing).
         deal = deal_size([j.configuration for j in planned], parallel)
-        if size > 1:  # a group is one job: deal them one at a time
+        if seed_group > 1:  # a group is one job: deal them one at a time
             deal = 1
         hyd += [f"hydra.launcher.batch_size={deal}", "hydra.launcher.pre_dispatch=all"]
     if not any(o.split("=", 1)[0] == "hydra/sweeper" for o in hyd):
@@ -154,13 +156,13 @@ def launch_overrides(
         # before launching (a measurable cost per job: docs/performance_private.md): the same
         # sweeper without that second pass.
         hyd = [*hyd, "hydra/sweeper=planned"]
-    if size > 1:
+    if seed_group > 1:
         if "hydra/sweeper=planned" not in hyd:
             raise ConfigError(
                 "muzero.seed_axis=true groups seeds with gradlab's sweeper; drop the "
                 "hydra/sweeper override"
             )
-        hyd.append(f"hydra.sweeper.seed_group={size}")
+        hyd.append(f"hydra.sweeper.seed_group={seed_group}")
     if force:
         extra.append("runtime.force=true")
     return [*task, *extra, *hyd]

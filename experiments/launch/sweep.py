@@ -190,10 +190,11 @@ def prepare_sweep(
             overrides_of = [j.overrides for j in jobs if j.job_dir.parent == folder]
             for line in check_folder(folder, config_dir=conf, jobs=overrides_of):
                 note(line)
-    launch = launch_overrides(
-        task, hyd, planned=jobs, parallel=parallel.count, jobs=request.jobs, force=request.force
-    )
     size = seed_group_size(jobs, parallel.count)
+    launch = launch_overrides(
+        task, hyd, planned=jobs, parallel=parallel.count, jobs=request.jobs, force=request.force,
+        seed_group=size,
+    )  # fmt: skip
     if size > 1:
         note(
             f"seed axis (muzero.seed_axis=true): each configuration's seeds trained together, "
