@@ -253,6 +253,17 @@ class SelfPlay:
             rng=self.rng,
             search=self.search,
         )
+        return self.play(actions, values, policies)
+
+    @property
+    def observations(self) -> np.ndarray:
+        """The environments' current observations ``[B, O]``, which the next move searches from."""
+        return self._observations
+
+    def play(self, actions: np.ndarray, values: np.ndarray, policies: np.ndarray) -> list[float]:
+        """Makes one move searched elsewhere (:meth:`step`'s, or a seed group's search): steps
+        every environment, records the move, stores the episodes that ended in replay; returns
+        their returns."""
         next_observations, rewards, dones = self.env.step(actions)
         self.env_steps += self.env.num_envs
         ended = self._episodes.record(self._observations, actions, rewards, values, policies, dones)

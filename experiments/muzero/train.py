@@ -29,7 +29,14 @@ from experiments.muzero.selfplay import Inference, SelfPlay, evaluate
 from experiments.muzero.support import resolve_support_sizes
 from experiments.tasks import TaskConfig, VectorEnv, make_env
 
-__all__ = ["RunSeeds", "new_networks", "resolved_network_config", "sample_batch", "train"]
+__all__ = [
+    "RunSeeds",
+    "cache_key",
+    "new_networks",
+    "resolved_network_config",
+    "sample_batch",
+    "train",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,7 +116,7 @@ def train(
     if cache is None:
         agent = build(networks())
     else:
-        agent = cache.agent(_cache_key(config, task, variant, placement), networks, build)
+        agent = cache.agent(cache_key(config, task, variant, placement), networks, build)
     replay = ReplayBuffer(
         capacity=config.replay_capacity,
         observation_size=env.observation_size,
@@ -172,7 +179,7 @@ def _agent(
     return Agent(learner, inference)
 
 
-def _cache_key(
+def cache_key(
     config: MuZeroConfig, task: TaskConfig, variant: Variant, placement: Placement
 ) -> tuple:
     """What an :class:`~experiments.muzero.agents.AgentCache` keeps an agent by: everything its

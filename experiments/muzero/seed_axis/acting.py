@@ -21,11 +21,10 @@ import numpy as np
 
 from experiments.muzero._acting import visit_softmax_temperature
 from experiments.muzero.config import MuZeroConfig
-from experiments.muzero.episodes import RunningEpisodes
 from experiments.muzero.replay import ReplayBuffer
 from experiments.muzero.runtime.weights import WeightCopy
 from experiments.muzero.search_tf import CompiledSearch, draw_randomness
-from experiments.muzero.selfplay import Inference
+from experiments.muzero.selfplay import Inference, SelfPlay
 from experiments.tasks import VectorEnv
 
 __all__ = ["GroupSelfPlay", "Moves", "evaluate_group", "group_act"]
@@ -88,11 +87,9 @@ def group_act(
 
 
 class GroupSelfPlay:
-    """:class:`~experiments.muzero.selfplay.SelfPlay` of S seeds, one search per move.
-
-    Attributes:
-      env_steps: per seed, the environment transitions taken so far.
-    """
+    """:class:`~experiments.muzero.selfplay.SelfPlay` of S seeds, one search per move: each seed
+    a ``SelfPlay`` of its own (environments, replay, running episodes, acting generator) that
+    plays the moves the group's search chose for it (:meth:`SelfPlay.play`)."""
 
     def __init__(
         self,
@@ -103,54 +100,38 @@ class GroupSelfPlay:
         config: MuZeroConfig,
         rngs: Sequence[np.random.Generator],
     ) -> None:
-        self.envs = list(envs)
-        self.replays = list(replays)
-        self.rngs = list(rngs)
+        self.players = [
+            SelfPlay(env, inference, replay, config=config, rng=rng)
+            for env, replay, rng in zip(envs, replays, rngs, strict=True)
+        ]
         self.config = config
         self.search = inference.compiled_search(config)
-        self.env_steps = [0] * len(self.envs)
-        self._observations = [env.reset() for env in self.envs]
-        self._episodes = [RunningEpisodes(env.num_envs) for env in self.envs]
+
+    @property
+    def env_steps(self) -> list[int]:
+        """Per seed, the environment transitions taken so far."""
+        return [player.env_steps for player in self.players]
 
     def step(self, training_step: int, active: Sequence[bool] | None = None) -> list[list[float]]:
         """One move in every environment of each active seed (all by default); returns, per
         seed, the returns of the episodes that ended (empty for an inactive seed)."""
-        active = [True] * len(self.envs) if active is None else list(active)
+        active = [True] * len(self.players) if active is None else list(active)
         temperature = visit_softmax_temperature(
             training_step, schedule=self.config.temperature_schedule
         )
         moves = group_act(
             self.search,
-            self._observations,
-            rngs=self.rngs,
+            [player.observations for player in self.players],
+            rngs=[player.rng for player in self.players],
             active=active,
             config=self.config,
             temperature=temperature,
             noise=True,
         )
-        returns: list[list[float]] = []
-        for i, move in enumerate(moves):
-            if move is None:
-                returns.append([])
-                continue
-            actions, values, policies = move
-            env = self.envs[i]
-            next_observations, rewards, dones = env.step(actions)
-            self.env_steps[i] += env.num_envs
-            ended = self._episodes[i].record(
-                self._observations[i], actions, rewards, values, policies, dones
-            )
-            self.replays[i].add_episodes(
-                ended.lengths,
-                ended.observations,
-                ended.actions,
-                ended.rewards,
-                ended.values,
-                ended.policies,
-            )
-            self._observations[i] = next_observations
-            returns.append(ended.returns)
-        return returns
+        return [
+            [] if move is None else player.play(*move)
+            for player, move in zip(self.players, moves, strict=True)
+        ]
 
 
 def evaluate_group(

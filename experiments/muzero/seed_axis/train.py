@@ -34,7 +34,13 @@ from experiments.muzero.seed_axis.acting import GroupSelfPlay, evaluate_group
 from experiments.muzero.seed_axis.learner import GroupLearner
 from experiments.muzero.seed_axis.networks import StackedNetworks
 from experiments.muzero.selfplay import Inference
-from experiments.muzero.train import RunSeeds, new_networks, resolved_network_config, sample_batch
+from experiments.muzero.train import (
+    RunSeeds,
+    cache_key,
+    new_networks,
+    resolved_network_config,
+    sample_batch,
+)
 from experiments.tasks import TaskConfig, make_env
 
 __all__ = ["GroupTraining"]
@@ -79,11 +85,9 @@ class GroupTraining:
         if cache is None:
             agent = build(nets())
         else:
-            key = ("seed_axis", len(self.seeds), repr(config), repr(task), variant.name,
-                   tuple(sorted(variant.params.items())), placement.name)  # fmt: skip
+            key = ("seed_axis", len(self.seeds), *cache_key(config, task, variant, placement))
             agent = cache.agent(key, nets, build)
         self.learner: GroupLearner = agent.learner  # type: ignore[assignment]
-        self._inference = agent.inference
         env = self._envs[0]
         self._replays = [
             ReplayBuffer(
@@ -165,8 +169,7 @@ class GroupTraining:
             needed = config.warmup_steps * self._envs[i].num_envs
             return len(self._replays[i]) < config.batch_size or self._actor.env_steps[i] < needed
 
-        while any(warming(i) for i in range(len(self.seeds))):
-            active = [warming(i) for i in range(len(self.seeds))]
+        while any(active := [warming(i) for i in range(len(self.seeds))]):
             for i, ended in enumerate(self._actor.step(0, active)):
                 returns[i] += ended
         return returns
