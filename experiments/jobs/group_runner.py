@@ -24,6 +24,7 @@ from experiments.base.process import seed_everything
 from experiments.jobs import store
 from experiments.jobs.finish import Ending, finish_job
 from experiments.jobs.job import JobRequest
+from experiments.jobs.runner import ending_before_step
 from experiments.jobs.start import Started, start_job
 from experiments.jobs.summary import Summary, error_line
 from experiments.verdicts.stopping import DivergenceCheck
@@ -85,7 +86,8 @@ def run_group(
                 for r in requests
             ]
             while any(m.ending is None for m in members):
-                ended = _group_ending(cfg, members, rows, clock() - t0, stop)
+                steps = max(m.steps for m in members if m.ending is None)  # in step together
+                ended = ending_before_step(cfg, steps, clock() - t0, rows, stop)
                 if ended is not None:
                     _end_running(members, ended)
                     break
@@ -145,19 +147,6 @@ def _start(request: JobRequest) -> Started:
         overrides=store.parse_overrides(request.overrides), choices=request.choices,
         resolved=request.resolved, ablation=request.ablation,
     )  # fmt: skip
-
-
-def _group_ending(cfg, members, rows, elapsed: float, stop) -> str | None:
-    """The status every running job ends with before the next step, or None to go on: a stop,
-    the wall-time budget, or the step budget (one look past it, as ``run_job``)."""
-    if stop is not None and stop():
-        return "interrupted"
-    if cfg.budget.out_of_time(elapsed):
-        return "timeout"
-    steps = max(m.steps for m in members if m.ending is None)
-    if cfg.budget.out_of_steps(steps):
-        return "completed" if next(rows, None) is None else "timeout"
-    return None
 
 
 def _end_running(members: Sequence[_Member], status: str) -> None:
