@@ -175,6 +175,11 @@ class Learner:
         """The L2 norm of one tensor."""
         return tf.norm(tensor)
 
+    def _clip(self, grads: list[tf.Tensor | None]) -> list[tf.Tensor | None]:
+        """One optimizer's gradients as it is given them: unchanged (Keras' optimizer applies
+        the variant's ``clipnorm`` or ``global_clipnorm`` itself)."""
+        return grads
+
     def restart(self, initial: Networks) -> None:
         """Back to step 0: ``initial``'s weights (networks built like these, from another seed)
         and the optimizer's state as it was built (step counter and moments at zero).
@@ -293,7 +298,10 @@ class Learner:
         """One update from ``grads`` (one per trainable variable, in ``networks``' order): each
         optimizer on its variables (a frozen network's are left out)."""
         for optimizer, indices in zip(self.optimizers, self._by_optimizer, strict=True):
-            optimizer.apply_gradients([(grads[i], self._variables[i]) for i in indices])
+            chosen = self._clip([grads[i] for i in indices])
+            optimizer.apply_gradients(
+                [(g, self._variables[i]) for g, i in zip(chosen, indices, strict=True)]
+            )
 
     def _update_packed(self, batch: StepInputs) -> tf.Tensor:
         """:meth:`_update_weights` with its metrics stacked into one ``[M]`` float32 tensor (one

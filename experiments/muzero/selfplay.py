@@ -36,7 +36,7 @@ from experiments.muzero.runtime.weights import WeightCopy
 from experiments.muzero.search_tf import CompiledSearch
 from experiments.tasks import VectorEnv
 
-__all__ = ["SEARCHES", "Inference", "SelfPlay", "act", "evaluate"]
+__all__ = ["SEARCHES", "Inference", "SelfPlay", "act", "evaluate", "searched_move"]
 
 SEARCHES = ("compiled", "numpy")
 """How :func:`act` searches: one compiled graph per move (runs), or the NumPy reference search
@@ -206,6 +206,14 @@ def act(
         visit_counts, root_value = result.visit_counts, result.root_value
     else:
         raise unknown_choice("search", search, SEARCHES)
+    return searched_move(actions, visit_counts, root_value)
+
+
+def searched_move(
+    actions: np.ndarray, visit_counts: np.ndarray, root_value: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What :func:`act` returns from a search's output: the actions, the root values as float32
+    and the policies (each row's visit counts normalised)."""
     counts = visit_counts.astype(np.float32)
     policies = counts / counts.sum(axis=1, keepdims=True)
     return actions, root_value.astype(np.float32), policies

@@ -24,7 +24,7 @@ from experiments.muzero.config import MuZeroConfig
 from experiments.muzero.replay import ReplayBuffer
 from experiments.muzero.runtime.weights import WeightCopy
 from experiments.muzero.search_tf import CompiledSearch, draw_randomness
-from experiments.muzero.selfplay import Inference, SelfPlay
+from experiments.muzero.selfplay import Inference, SelfPlay, searched_move
 from experiments.tasks import VectorEnv
 
 __all__ = ["GroupSelfPlay", "Moves", "evaluate_group", "group_act"]
@@ -76,10 +76,12 @@ def group_act(
     for rows, on in zip(observations, active, strict=True):
         end = start + len(rows)
         if on:
-            counts = out.visit_counts[start:end].astype(np.float32)
-            policies = counts / counts.sum(axis=1, keepdims=True)
-            values = out.root_value[start:end].astype(np.float32)
-            moves.append((out.actions[start:end], values, policies))
+            rows_of = slice(start, end)
+            moves.append(
+                searched_move(
+                    out.actions[rows_of], out.visit_counts[rows_of], out.root_value[rows_of]
+                )
+            )
         else:
             moves.append(None)
         start = end

@@ -119,14 +119,6 @@ class GroupLearner(Learner):
         l2norm = tf.where(positive, tf.sqrt(safe), l2sum)
         return gradient * clipnorm / tf.maximum(l2norm, clipnorm)
 
-    def apply_gradients(self, grads: list[tf.Tensor]) -> None:
-        """One update from ``grads``: each optimizer on its variables, clipped per seed."""
-        for optimizer, indices in zip(self.optimizers, self._by_optimizer, strict=True):
-            clipped = self._clip([grads[i] for i in indices])
-            optimizer.apply_gradients(
-                [(g, self._variables[i]) for g, i in zip(clipped, indices, strict=True)]
-            )
-
     def group_tensors(self, batches: Sequence[Batch]) -> StepInputs:
         """The step's input from one batch per seed (in the group's order): each key's arrays
         of :meth:`~experiments.muzero.learner.Learner.batch_tensors`, seed after seed."""

@@ -159,7 +159,8 @@ class StackedPart:
 class StackedNetworks:
     """S seeds' representation, dynamics and prediction networks with stacked weights.
 
-    Build it with :meth:`from_networks`. The attributes are those of
+    Built from each seed's own :class:`~experiments.muzero.networks.Networks`, in the group's
+    order. The attributes are those of
     :class:`~experiments.muzero.networks.Networks`, plus ``seeds`` (S); ``representation``,
     ``dynamics`` and ``prediction`` take and return flat seed-major rows (``[S * B, ...]``).
     """
