@@ -72,8 +72,8 @@ def finish_job(
     )
     written = store.read_metrics(job_dir / "metrics.jsonl")
     summary = summary.replace(stability=_stability(written, cfg, summary))
-    _write_curves(job_dir, written, summary)  # before the final summary: a kill here leaves
-    # the job to re-run
+    # before the final summary: a kill here leaves the job to re-run
+    _write_curves(job_dir, written, summary)
     store.write_summary(job_dir, summary)
     tracker.finish(summary.to_json())
     if _warnings(tracker) != summary.warnings:  # closing the W&B run went wrong
