@@ -204,8 +204,13 @@ def table(
 
 @guarded
 def plot(
-    results_dir: Annotated[
-        Path, typer.Argument(help="An ablation's results folder, e.g. results/hidden_scale.")
+    results_dirs: Annotated[
+        list[Path],
+        typer.Argument(
+            help="An ablation's results folder, e.g. results/hidden_scale; several folders (a "
+            "study's tasks): the outcome figure across them, one panel per folder (needs --out).",
+            show_default=False,
+        ),
     ],
     out: Annotated[
         Path | None,
@@ -224,24 +229,45 @@ def plot(
     `profile`: fraction of runs above each final-return level, drawn only when every arm has >= 10
     runs (else one line says why).
 
+    Several folders (each task of a study in its own): only `outcome`, one panel per folder, the
+    same arms in every panel; the other figures stay per folder (each task's return has its own
+    scale), so --out is required.
+
     Examples:
 
       gradlab plot results/hidden_scale
 
       gradlab plot results/hidden_scale --out paper/figures
+
+      gradlab plot results/findings/study_faithful_{catch,cartpole} --out paper/faithful
     """
-    from experiments.report.figures.plots import plot_all
+    from experiments.report.figures.plots import plot_across, plot_all
     from experiments.report.runs.results import load_results
 
-    results = load_results(results_dir)
-    if results.averaged.empty:
-        typer.echo(
-            f"note: no completed or diverged run in '{results_dir}'; "
-            "only the run-status figure is drawn",
-            err=True,
+    if len(results_dirs) > 1 and out is None:
+        raise ConfigError(
+            f"{len(results_dirs)} folders given and no --out; the outcome figure across folders "
+            "belongs to none of them: pass --out DIR"
+        )
+    folders = [load_results(path) for path in dict.fromkeys(results_dirs)]
+    if len(folders) == 1 and len(results_dirs) > 1:
+        raise ConfigError(
+            f"'{results_dirs[0]}' given {len(results_dirs)} times; pass distinct folders"
         )
     try:
-        plotted = plot_all(results, out if out is not None else Path(results_dir) / "figures")
+        if len(folders) > 1:
+            plotted = plot_across(folders, out)
+        else:
+            (results,) = folders
+            if results.averaged.empty:
+                typer.echo(
+                    f"note: no completed or diverged run in '{results_dirs[0]}'; "
+                    "only the run-status figure is drawn",
+                    err=True,
+                )
+            plotted = plot_all(
+                results, out if out is not None else Path(results_dirs[0]) / "figures"
+            )
     except OSError as err:
         raise ConfigError(f"cannot write figures to '{out}': {err.strerror}") from None
     for reason in plotted.skipped.values():

@@ -116,6 +116,34 @@ def test_plot(folder, tmp_path):
     assert result.stdout.count("wrote ") == 8
 
 
+def test_plot_several_folders_draws_the_outcome_figure_across_them(folder, tmp_path):
+    other = tmp_path / "hs_b"
+    _job(other, "none-0", variant="none", ret=0.95)
+    out = tmp_path / "across"
+    result = runner.invoke(app, ["plot", str(folder), str(other), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in out.iterdir()) == ["outcome.pdf", "outcome.png"]
+    assert result.stdout.count("wrote ") == 2
+    assert not (folder / "figures").exists() and not (other / "figures").exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ([], "error: 2 folders given and no --out"),
+        (["SAME", "--out", "OUT"], "given 2 times; pass distinct folders"),
+    ],
+)
+def test_plot_several_folders_bad_input_is_one_line_exit_2(folder, tmp_path, extra, message):
+    args = [str(folder), str(tmp_path / "hs_b")] if not extra else [str(folder), str(folder)]
+    args += [str(tmp_path / "out") if a == "OUT" else a for a in extra if a != "SAME"]
+    _job(tmp_path / "hs_b", "none-0")
+    result = runner.invoke(app, ["plot", *args])
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1 and message in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def _corrupt(root):
     (root / "job").mkdir(parents=True)
     (root / "job" / "summary.json").write_text("{not json")

@@ -5,10 +5,13 @@ data, a paper's size, files."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
+import re
 import shutil
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -26,6 +29,8 @@ from experiments.report.figures.plots import (
     final_returns,
     hidden_grad_by_depth,
     outcome_counts,
+    outcome_counts_across,
+    plot_across,
     plot_all,
     return_curves,
     survivor_curves,
@@ -327,6 +332,92 @@ def test_outcome_bars_equal_hand_counts():
     assert stress.get_ylim() == (1.5, -0.5)  # the first variant (registry order) on top
     assert [t.get_text() for t in stress.get_yticklabels()] == ["none", "scale_gradient"]
     assert tuned.get_ylim() == (1.5, -0.5)  # shared: not inverted back by the 2nd panel
+
+
+def _task_folder(name, rows):
+    """A Results named ``name`` of rows ``(variant, status, outcome)``: one task, one regime."""
+    built = _hand_built([("tuned", v, status, outcome, 0.9) for v, status, outcome in rows])
+    return dataclasses.replace(built, root=Path("results") / name)
+
+
+def test_outcome_across_folders_one_panel_per_folder_by_hand():
+    c, d = "completed", "diverged"
+    catch = _task_folder("study_faithful_catch", [
+        ("none", c, "held"), ("none", c, "held"), ("none", c, "never_learned"),
+        ("scale_gradient", c, "held"), ("scale_gradient", d, "diverged_before_learning"),
+        ("scale_gradient", c, "held"),
+    ])  # fmt: skip
+    # the other folder lists scale_gradient first and has an arm the first has not
+    cartpole = _task_folder("study_faithful_cartpole", [
+        ("scale_gradient", c, "lost"), ("none", c, "held"), ("none", c, "lost"),
+        ("maxnorm", c, "held"), ("maxnorm", "failed", None),
+    ])  # fmt: skip
+    fig = outcome_counts_across([catch, cartpole])
+    left, right = [ax for ax in fig.axes if ax.get_visible() and ax.containers]
+    # titles: the folders' names less their shared prefix
+    assert [left.get_title(loc="left"), right.get_title(loc="left")] == ["catch", "cartpole"]
+    # the same arms, in registry order, in both panels (y shared: labelled on the left)
+    assert [t.get_text() for t in left.get_yticklabels()] == ["none", "scale_gradient", "maxnorm"]
+    assert list(right.get_yticks()) == [0, 1, 2] and right.get_ylim() == (2.5, -0.5)
+    expected_left = {"held": [2, 2, 0], "lost": [0, 0, 0], "diverged_before_learning": [0, 1, 0],
+                     "never_learned": [1, 0, 0], "not finished": [0, 0, 0]}  # fmt: skip
+    expected_right = {"held": [1, 0, 1], "lost": [1, 1, 0], "diverged_before_learning": [0, 0, 0],
+                      "never_learned": [0, 0, 0], "not finished": [0, 0, 1]}  # fmt: skip
+    for ax, expected in ((left, expected_left), (right, expected_right)):
+        assert [b.get_label() for b in ax.containers] == list(expected)  # SEGMENTS order
+        for bars in ax.containers:
+            assert [b.get_width() for b in bars] == expected[bars.get_label()], bars.get_label()
+    # no n= where an arm did not run
+    assert [t.get_text() for t in left.texts if t.get_text().startswith("n=")] == ["n=3", "n=3"]
+    assert [t.get_text() for t in right.texts if t.get_text().startswith("n=")] == [
+        "n=2", "n=1", "n=2"
+    ]  # fmt: skip
+
+
+def test_outcome_across_folders_refuses_what_it_cannot_draw():
+    one = _task_folder("a", [("none", "completed", "held")])
+    with pytest.raises(ConfigError, match="at least two folders"):
+        outcome_counts_across([one])
+    scales = Results(
+        root=Path("scale_value"), ablation="sv", group_keys=("variant.scale",),
+        runs=pd.DataFrame({"variant.scale": ["0.5", "1.0"], "status": "completed",
+                           "outcome": "held", "threshold": 0.9, "job": ["a", "b"], "seed": 0}),
+    )  # fmt: skip
+    message = "'scale_value' does not compare variants (it sweeps variant.scale)"
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        outcome_counts_across([one, scales])
+
+
+def test_outcome_across_a_folder_of_one_arm_and_of_two_regimes():
+    # one arm so far (a study's first arm): a panel of one bar; two regimes: two panels
+    early = _task_folder("study_b", [("none", "completed", "held")])
+    both = _hand_built([("stress", "none", "completed", "lost", 0.9),
+                        ("tuned", "scale_gradient", "completed", "held", 0.9)])  # fmt: skip
+    both = dataclasses.replace(both, root=Path("study_a"))
+    axes = [ax for ax in outcome_counts_across([both, early]).axes if ax.containers]
+    titles = [ax.get_title(loc="left") for ax in axes]
+    assert titles == ["a, regime=stress", "a, regime=tuned", "b"]
+    held = [[b.get_width() for b in ax.containers[0]] for ax in axes]
+    assert held == [[0, 0], [0, 1], [1, 0]]  # rows: none, scale_gradient
+
+
+def test_outcome_across_keeps_names_that_the_shared_prefix_would_empty_or_merge():
+    from experiments.report.figures.run_status import _short_names
+
+    assert _short_names(["study_x_catch", "study_x_cartpole"]) == ["catch", "cartpole"]
+    assert _short_names(["run_a", "run_a_b"]) == ["a", "a_b"]
+    assert _short_names(["hidden_scale", "study_catch_stress"]) == [
+        "hidden_scale", "study_catch_stress"
+    ]  # fmt: skip
+    assert _short_names(["x/a", "a"]) == ["x/a", "a"]  # no separator shared: unchanged
+    assert _short_names(["ab_", "ab_c"]) == ["ab_", "ab_c"]  # one would be empty
+
+
+def test_plot_across_writes_outcome_only(tmp_path):
+    folders = [_task_folder(n, [("none", "completed", "held")]) for n in ("s_a", "s_b")]
+    plotted = plot_across(folders, tmp_path)
+    assert plotted.written == {"outcome": [tmp_path / "outcome.png", tmp_path / "outcome.pdf"]}
+    assert all(p.stat().st_size > 0 for p in plotted.written["outcome"])
 
 
 def test_outcome_of_a_task_without_threshold_says_so():

@@ -63,7 +63,7 @@ from experiments.report.figures.final_returns import final_returns
 from experiments.report.figures.itt import itt_matrix, run_random_return
 from experiments.report.figures.layout import layout_of, panel_grid
 from experiments.report.figures.profile import check_profile_runs, performance_profiles
-from experiments.report.figures.run_status import outcome_counts
+from experiments.report.figures.run_status import outcome_counts, outcome_counts_across
 from experiments.report.figures.style import (
     OKABE_ITO,
     STYLE,
@@ -80,7 +80,9 @@ __all__ = [
     "final_returns",
     "hidden_grad_by_depth",
     "outcome_counts",
+    "outcome_counts_across",
     "performance_profiles",
+    "plot_across",
     "plot_all",
     "return_curves",
     "save_figure",
@@ -395,3 +397,14 @@ def plot_all(
     figures["outcome"] = outcome_counts(results)
     written = {name: save_figure(fig, out_dir, name) for name, fig in figures.items()}
     return Plotted(written, skipped)
+
+
+def plot_across(folders: list[Results], out_dir: str | Path) -> Plotted:
+    """The figure that compares across several folders (a study's tasks): ``outcome``, one panel
+    per folder (:func:`~experiments.report.figures.run_status.outcome_counts_across`). The other
+    figures stay per folder: their returns are on each task's own scale.
+
+    Returns:
+      The written paths (PNG, PDF) under ``outcome``.
+    """
+    return Plotted({"outcome": save_figure(outcome_counts_across(folders), out_dir, "outcome")}, {})

@@ -20,18 +20,22 @@ colour.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
+
 import matplotlib as mpl
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from experiments.base.errors import ConfigError
 from experiments.report.figures.drawing import with_lines
-from experiments.report.figures.layout import layout_of, panel_grid
-from experiments.report.figures.style import STYLE, figure_legend, fold_label
+from experiments.report.figures.layout import Layout, layout_of, panel_grid
+from experiments.report.figures.style import STYLE, figure_legend, fold_label, registry_order
 from experiments.report.runs.results import AVERAGED, Results
 from experiments.verdicts.outcome import CLASSES
 
-__all__ = ["OUTCOME_STYLES", "SEGMENTS", "outcome_counts", "outcome_table"]
+__all__ = ["OUTCOME_STYLES", "SEGMENTS", "outcome_counts", "outcome_counts_across", "outcome_table"]
 
 SEGMENTS = (*CLASSES, "no threshold", "no outcome", "not finished")
 """The bar segments, in drawing order."""
@@ -95,11 +99,61 @@ def outcome_counts(results: Results) -> Figure:
     tables = [
         (label, outcome_table(panel, layout.line_key, layout.values)) for label, panel in panels
     ]
+    return _draw(tables, layout.values)
+
+
+def outcome_counts_across(folders: Sequence[Results]) -> Figure:
+    """The outcome figure over several folders (a study's tasks, each its own folder): one panel
+    per folder (per folder and regime where a folder has several), titled by the folder's name
+    less the part all the names share (``study_faithful_catch``, ``study_faithful_cartpole``:
+    ``catch``, ``cartpole``), the same arms as rows in every panel.
+
+    Arms are rows by their full label, in the registry's order as in one folder's figure:
+    ``clipnorm (clipnorm=113)`` in one folder and ``clipnorm (clipnorm=203)`` in another are two
+    rows, each with no bar in the panel where it did not run.
+
+    Raises:
+      ConfigError: fewer than two folders, or a folder whose runs do not record a variant (its
+        rows would be another key's values, which are not arms). A folder of one arm is a panel
+        of one bar.
+    """
+    if len(folders) < 2:
+        raise ConfigError("the outcome figure across folders needs at least two folders")
+    tables, seen = [], []
+    names = _short_names([results.root.name for results in folders])
+    for results, name in zip(folders, names, strict=True):
+        runs = results.runs
+        if "variant" not in results.group_keys:
+            keys = ", ".join(results.group_keys) or "no key"
+            raise ConfigError(
+                f"folder '{results.root}' does not compare variants (it sweeps {keys}); the "
+                "outcome figure across folders draws one row per arm"
+            )
+        varying = [k for k in results.group_keys if k != "variant" and runs[k].nunique() > 1]
+        seen += [v for v in runs["variant"].astype(str).unique() if v not in seen]
+        for label, panel in Layout("variant", tuple(varying), (), {}).panels(runs):
+            tables.append((", ".join(t for t in (name, label) if t), panel))
+    registry = registry_order("variant")
+    values = tuple([v for v in registry if v in seen] + [v for v in seen if v not in registry])
+    return _draw([(t, outcome_table(p, "variant", values)) for t, p in tables], values)
+
+
+def _short_names(names: Sequence[str]) -> list[str]:
+    """``names`` less the prefix they all share, cut after its last ``_``, ``-`` or ``.``; the
+    names themselves where that would leave one empty or two alike."""
+    common = os.path.commonprefix(list(names))
+    cut = max(common.rfind(c) for c in "_-.") + 1
+    short = [n[cut:] for n in names]
+    return short if all(short) and len(set(short)) == len(short) else list(names)
+
+
+def _draw(tables: list[tuple[str, pd.DataFrame]], values: Sequence[str]) -> Figure:
+    """The stacked bars of ``(panel title, [arms, segments] counts)`` per panel."""
     shown = [s for s in SEGMENTS if any(t[s].sum() for _, t in tables)]
-    n_values = len(layout.values)
+    n_values = len(values)
     most = max(int(t.sum(axis=1).max()) for _, t in tables)
     with mpl.rc_context(STYLE):
-        fig, axes = panel_grid(len(panels), height=_ROW * n_values + 0.5)
+        fig, axes = panel_grid(len(tables), height=_ROW * n_values + 0.5)
         for ax, (label, counts) in zip(axes, tables, strict=False):
             y = np.arange(n_values)
             left = np.zeros(n_values)
@@ -118,7 +172,7 @@ def outcome_counts(results: Results) -> Figure:
             for yi, total in enumerate(left):
                 if total:
                     ax.text(total + most * 0.02, yi, f"n={int(total)}", va="center")
-            ax.set_yticks(y, [fold_label(v) for v in layout.values])
+            ax.set_yticks(y, [fold_label(v) for v in values])
             ax.set_ylim(n_values - 0.5, -0.5)  # first arm on top (set, not toggled: y shared)
             ax.set_xlim(0, most * 1.2 + 0.5)
             ax.xaxis.get_major_locator().set_params(integer=True)
