@@ -111,3 +111,43 @@ def test_a_stop_interrupts_and_an_exception_fails_every_running_member(tmp_path)
     for request in requests:
         assert "stand-in failure at step 3" in (request.job_dir / "error.txt").read_text()
         assert json.loads((request.job_dir / "summary.json").read_text())["status"] == "failed"
+
+
+class _Recorder:
+    """A progress display that keeps what it was shown."""
+
+    def __init__(self):
+        self.steps, self.closed = [], 0
+
+    def update(self, row):
+        self.steps.append(row["step"])
+
+    def close(self):
+        self.closed += 1
+
+
+def test_a_group_of_one_shows_its_rows_as_a_single_run_does(tmp_path):
+    shown = _Recorder()
+    (alone,) = run_group(
+        _requests(tmp_path / "alone", [5], training_steps=4), train_group=_Group, progress=shown
+    )
+    assert (alone.status, alone.steps) == ("completed", 4)
+    assert shown.steps == [1, 2, 3, 4] and shown.closed == 1
+    # a member that diverges: shown up to its diverging row, then closed once
+    shown = _Recorder()
+    (diverged,) = run_group(
+        _requests(tmp_path / "nan", [5], training_steps=6, nan_at=3),
+        train_group=_Group, progress=shown,
+    )  # fmt: skip
+    assert (diverged.status, diverged.steps) == ("diverged", 3)
+    assert shown.steps == [1, 2, 3] and shown.closed == 1
+    # an exception in the group's start: closed all the same, the member failed
+    shown = _Recorder()
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("no group")
+
+    (failed,) = run_group(
+        _requests(tmp_path / "broken", [5], training_steps=2), train_group=broken, progress=shown
+    )
+    assert failed.status == "failed" and shown.steps == [] and shown.closed == 1

@@ -24,7 +24,7 @@ from experiments.base.process import seed_everything
 from experiments.jobs import store
 from experiments.jobs.finish import Ending, finish_job
 from experiments.jobs.job import JobRequest
-from experiments.jobs.runner import ending_before_step
+from experiments.jobs.runner import Progress, ending_before_step
 from experiments.jobs.start import Started, start_job
 from experiments.jobs.summary import Summary, error_line
 from experiments.verdicts.stopping import DivergenceCheck
@@ -50,6 +50,7 @@ def run_group(
     cache: Any = None,
     clock: Callable[[], float] = time.monotonic,
     stop: Callable[[], bool] | None = None,
+    progress: Progress | None = None,
 ) -> list[Summary]:
     """Runs the jobs of ``requests`` (one configuration, one seed each) as one group.
 
@@ -60,6 +61,7 @@ def run_group(
       cache: what the process keeps between groups (:attr:`Job.cache`).
       clock: seconds, for the wall-time budget.
       stop: asked before each step; True ends every running job with status ``interrupted``.
+      progress: shown the first job's rows (given for a group of one), closed at the end.
 
     Returns:
       Each job's summary, in the order of ``requests``.
@@ -98,7 +100,11 @@ def run_group(
                 for i, (member, row) in enumerate(zip(members, step, strict=True)):
                     if member.ending is not None or row is None:
                         continue
-                    if _record(member, dict(row), writers[i], clock() - t0):
+                    row = dict(row)
+                    diverged = _record(member, row, writers[i], clock() - t0)
+                    if progress is not None and i == 0:
+                        progress.update(row)
+                    if diverged:
                         group.drop(i)
                         writers[i].close()  # its rows on disk before its summary, as run_job
                         summaries[i] = _finish(member, clock() - t0)
@@ -109,6 +115,8 @@ def run_group(
                 member.ending = Ending("failed", member.steps, None, error_line(err))
                 store.write_text_atomic(member.request.job_dir / "error.txt", trace)
     finally:
+        if progress is not None:
+            progress.close()
         if rows is not None and hasattr(rows, "close"):
             with contextlib.suppress(Exception):
                 rows.close()

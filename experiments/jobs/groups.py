@@ -28,15 +28,20 @@ from experiments.jobs.isolation import (
     why_not,
 )
 from experiments.jobs.job import MUZERO, Job, JobRequest
+from experiments.jobs.runner import ProgressFactory
 from experiments.jobs.summary import Summary, error_line
 
 __all__ = ["execute_group", "run_group_in_process"]
 
 
-def execute_group(requests: Sequence[JobRequest], *, job: Job = MUZERO) -> list[Summary | Skipped]:
+def execute_group(
+    requests: Sequence[JobRequest], *, job: Job = MUZERO, progress: ProgressFactory | None = None
+) -> list[Summary | Skipped]:
     """The members of one group (one configuration, a seed each): skipped if finished or held
     elsewhere, refused if their config was, else run together; never raises for the jobs' own
-    problems. Returns each member's summary or why it was skipped, in order."""
+    problems. ``progress``: draws a bar for a group of one (a single ``gradlab run``; a group of
+    several, in a sweep, has the sweep's progress lines). Returns each member's summary or why it
+    was skipped, in order."""
     if lifetime.stop_requested():
         return [Skipped(r.name, "stopping") for r in requests]
     lifetime.as_worker()
@@ -53,7 +58,9 @@ def execute_group(requests: Sequence[JobRequest], *, job: Job = MUZERO) -> list[
     if runnable:
         members = [requests[i] for i in runnable]
         runtime = members[0].config.runtime
-        ended = in_job_process(run_group_in_process, members, runtime=runtime, job=job)
+        ended = in_job_process(
+            run_group_in_process, members, runtime=runtime, job=job, progress=progress
+        )
         reasons = ended.value if isinstance(ended.value, list) else [None] * len(members)
         for i, reason in zip(runnable, reasons, strict=True):
             results[i] = outcome(requests[i], ended, reason)
@@ -64,6 +71,7 @@ def run_group_in_process(
     requests: Sequence[JobRequest],
     *,
     job: Job = MUZERO,
+    progress: ProgressFactory | None = None,
     session: dict[str, Any] | None = None,
 ) -> list[str | None]:
     """The group in this process: its settings, each member's lock, the job's checks, then
@@ -93,10 +101,14 @@ def run_group_in_process(
         try:
             for request in held:
                 job.validate(request.config)
+            cfg = held[0].config
+            total = cfg.budget.max_steps or cfg.muzero.training_steps
+            show = progress is not None and cfg.runtime.progress and len(held) == 1
             with lifetime.JobStop() as stop:
                 run_group(
-                    held, train_group=job.train_group, cache=job_cache(job, session), stop=stop
-                )
+                    held, train_group=job.train_group, cache=job_cache(job, session), stop=stop,
+                    progress=progress(held[0].name, total) if show else None,
+                )  # fmt: skip
         except Exception as err:  # noqa: BLE001 - e.g. the job's own check: failed jobs
             for request in held:
                 ended = store.read_summary(request.job_dir)

@@ -121,7 +121,8 @@ def task_function(job: Job = MUZERO, progress: Any = None) -> Callable[[DictConf
                 ]
             return execute_group(members, job=job)
         if request.config is not None and on_seed_axis(request.config, job):
-            return execute_group([request], job=job)[0]  # a group of one: the same path
+            # a group of one: the same path (and the bar a single run draws)
+            return execute_group([request], job=job, progress=progress)[0]
         return execute(request, job=job, progress=progress)
 
     return run_task
