@@ -186,12 +186,15 @@ def _equivalence_plan(
     p0, p1 = _rates(true_rates) if true_rates is not None else (base, base)
     alpha = study.primary.alpha
     got = equivalence_power(p0, p1, n, margin=margin, alpha=alpha)
-    need = seeds_for_equivalence(p0, p1, margin=margin, power=power, alpha=alpha)
+    try:
+        need = seeds_for_equivalence(p0, p1, margin=margin, power=power, alpha=alpha)
+        need = f"{need} runs per arm reach {power}"
+    except ConfigError:  # as the Fisher line: the power at n still stands, and the pooled line
+        need = f"no n up to 400 runs per arm reaches {power}"
     typer.echo(
         f"equivalence of {study.primary.arm} and {study.baseline} on {study.primary.endpoint} "
         f"within ±{margin:g}, true rates {p0:.3g} vs {p1:.3g}, TOST (Miettinen-Nurminen score) "
-        f"at alpha {alpha}: power {got:.3f} with {n} runs per arm; {need} runs per arm reach "
-        f"{power}"
+        f"at alpha {alpha}: power {got:.3f} with {n} runs per arm; {need}"
     )
 
 
@@ -207,13 +210,17 @@ def _pooled_equivalence_plan(
     p0, p1 = _rates(true_rates) if true_rates is not None else (base, base)
     alpha = study.primary.alpha
     got = equivalence_power(p0, p1, strata * n, margin=margin, alpha=alpha)
-    per = seeds_for_equivalence(  # searched up to 2,000 runs per arm in all
-        p0, p1, margin=margin, power=power, alpha=alpha, strata=strata, max_n=-(-2000 // strata)
-    )
+    most = -(-2000 // strata)  # searched up to 2,000 runs per arm in all
+    try:
+        per = seeds_for_equivalence(
+            p0, p1, margin=margin, power=power, alpha=alpha, strata=strata, max_n=most
+        )
+        need = f"{per} runs per arm per stratum reach {power}"
+    except ConfigError:
+        need = f"no n up to {most} runs per arm per stratum reaches {power}"
     typer.echo(
         f"pooled over {strata} strata (counts summed, as gradlab pool --margin tests it), "
-        f"{n} runs per arm each: equivalence power {got:.3f}; {per} runs per arm per stratum "
-        f"reach {power}"
+        f"{n} runs per arm each: equivalence power {got:.3f}; {need}"
     )
 
 

@@ -101,6 +101,30 @@ def test_plan_gives_the_pooled_equivalence_power_of_summed_strata():
     assert need == 47  # 188 runs per arm in all: 0.12 vs 0.12 within ±0.1
 
 
+def test_plan_gives_the_pooled_runs_where_one_stratum_would_need_more_than_400():
+    """0.5 vs 0.5 within ±0.1 at power 0.9 needs about 430 runs per arm: more than the single
+    stratum's search (400), so its line says so, and the pooled line over 8 strata still gives its
+    answer (it used to end the whole plan with that line's error)."""
+    from typer.testing import CliRunner
+
+    from cli.main import app
+    from experiments.protocols.study.power import equivalence_power
+
+    out = CliRunner().invoke(
+        app,
+        ["study", "plan", "faithful_catch", "--margin", "0.1", "--true-rates", "0.5,0.5",
+         "--strata", "8", "--power", "0.9"],
+    )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    assert equivalence_power(0.5, 0.5, 400, margin=0.1) < 0.9
+    assert "power 0.000 with 47 runs per arm; no n up to 400 runs per arm reaches 0.9" in out.output
+    # 68 per stratum: the first n whose 8 x n runs per arm reach 0.9
+    assert equivalence_power(0.5, 0.5, 8 * 68, margin=0.1) >= 0.9
+    assert equivalence_power(0.5, 0.5, 8 * 67, margin=0.1) < 0.9
+    assert "equivalence power 0.742; 68 runs per arm per stratum reach 0.9" in out.output
+    assert f"{equivalence_power(0.5, 0.5, 8 * 47, margin=0.1):.3f}" == "0.742"
+
+
 def test_a_margin_study_records_its_equivalence_power(tmp_path):
     """Study 4's design: the record's planned power is the pooled TOST's (47 runs per arm in
     each of 4 strata, summed), the figure gradlab study plan prints."""
