@@ -21,7 +21,7 @@ from experiments.report.figures.style import (
     LEGEND_ROOM,
     PANEL_HEIGHT,
     STYLE,
-    registry_order,
+    in_registry_order,
     value_styles,
 )
 
@@ -79,9 +79,9 @@ def layout_of(runs: pd.DataFrame, group_keys: Sequence[str]) -> Layout:
         line_key = "group"  # several keys vary and none is the variant: one line per group
     panel_keys = tuple(k for k in varying if k != line_key) if line_key != "group" else ()
     seen = [str(v) for v in runs[line_key].unique()]
-    registry = registry_order(line_key)
-    ranked = [v for v in registry if v in seen] + [v for v in seen if v not in registry]
-    return Layout(line_key, panel_keys, tuple(ranked), value_styles(line_key, seen))
+    return Layout(
+        line_key, panel_keys, in_registry_order(line_key, seen), value_styles(line_key, seen)
+    )
 
 
 def panel_grid(n: int, *, height: float = PANEL_HEIGHT, sharey: bool = True) -> tuple[Figure, list]:

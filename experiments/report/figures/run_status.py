@@ -31,7 +31,7 @@ from matplotlib.figure import Figure
 from experiments.base.errors import ConfigError
 from experiments.report.figures.drawing import with_lines
 from experiments.report.figures.layout import Layout, layout_of, panel_grid
-from experiments.report.figures.style import STYLE, figure_legend, fold_label, registry_order
+from experiments.report.figures.style import STYLE, figure_legend, fold_label, in_registry_order
 from experiments.report.runs.results import AVERAGED, Results
 from experiments.verdicts.outcome import CLASSES
 
@@ -133,8 +133,7 @@ def outcome_counts_across(folders: Sequence[Results]) -> Figure:
         seen += [v for v in runs["variant"].astype(str).unique() if v not in seen]
         for label, panel in Layout("variant", tuple(varying), (), {}).panels(runs):
             tables.append((", ".join(t for t in (name, label) if t), panel))
-    registry = registry_order("variant")
-    values = tuple([v for v in registry if v in seen] + [v for v in seen if v not in registry])
+    values = in_registry_order("variant", seen)
     return _draw([(t, outcome_table(p, "variant", values)) for t, p in tables], values)
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "STYLE",
     "figure_legend",
     "fold_label",
+    "in_registry_order",
     "line_style",
     "registry_order",
     "save_figure",
@@ -104,6 +105,13 @@ def registry_order(key: str | None) -> tuple[str, ...]:
 
     registries = {"variant": VARIANTS, "variant.placement": PLACEMENTS}
     return tuple(registries[key]) if key in registries else ()
+
+
+def in_registry_order(key: str | None, values: Sequence[str]) -> tuple[str, ...]:
+    """``values`` that ``key``'s registry holds, in its order, then the others as given (an arm
+    with parameters, ``clipnorm (clipnorm=0.6)``, is not a registered name)."""
+    registry = registry_order(key)
+    return tuple([v for v in registry if v in values] + [v for v in values if v not in registry])
 
 
 def value_styles(key: str | None, values: Sequence[str]) -> dict[str, dict]:
