@@ -21,6 +21,7 @@ from experiments.jobs.isolation import (
     Skipped,
     in_job_process,
     job_cache,
+    job_progress,
     outcome,
     refuse,
     set_up_process,
@@ -101,13 +102,10 @@ def run_group_in_process(
         try:
             for request in held:
                 job.validate(request.config)
-            cfg = held[0].config
-            total = cfg.budget.max_steps or cfg.muzero.training_steps
-            show = progress is not None and cfg.runtime.progress and len(held) == 1
             with lifetime.JobStop() as stop:
                 run_group(
                     held, train_group=job.train_group, cache=job_cache(job, session), stop=stop,
-                    progress=progress(held[0].name, total) if show else None,
+                    progress=job_progress(progress, held[0]) if len(held) == 1 else None,
                 )  # fmt: skip
         except Exception as err:  # noqa: BLE001 - e.g. the job's own check: failed jobs
             for request in held:

@@ -26,7 +26,7 @@ from typing import Any
 from experiments.jobs import lifetime, store
 from experiments.jobs.hosting import Ended, run_hosted, run_isolated
 from experiments.jobs.job import MUZERO, Job, JobRequest
-from experiments.jobs.runner import ProgressFactory, run_job
+from experiments.jobs.runner import Progress, ProgressFactory, run_job
 from experiments.jobs.summary import Summary, error_line
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "execute",
     "in_job_process",
     "job_cache",
+    "job_progress",
     "outcome",
     "overlap_for",
     "refuse",
@@ -162,6 +163,16 @@ def set_up_process(runtime: Any) -> None:
     use_xla_cache(runtime.xla_cache or None)
 
 
+def job_progress(progress: ProgressFactory | None, request: JobRequest) -> Progress | None:
+    """The job's progress display, from the command line's factory: None without one, or where
+    the job's ``runtime.progress`` is off; its total is the step budget, else the planned
+    steps."""
+    cfg = request.config
+    if progress is None or not cfg.runtime.progress:
+        return None
+    return progress(request.name, cfg.budget.max_steps or cfg.muzero.training_steps)
+
+
 def refuse(request: JobRequest) -> str | None:
     """Records a job whose config was refused as ``failed`` (under its lock, as a job's own
     process would); returns why not, as :func:`run_in_process` does."""
@@ -214,8 +225,6 @@ def run_in_process(
         name = request.name
         try:
             job.validate(cfg)
-            total = cfg.budget.max_steps or cfg.muzero.training_steps
-            show = progress is not None and cfg.runtime.progress
             with lifetime.JobStop() as stop:
                 run_job(
                     cfg,
@@ -226,7 +235,7 @@ def run_in_process(
                     resolved=request.resolved,
                     train_fn=job.train,
                     ablation=request.ablation,
-                    progress=progress(name, total) if show else None,
+                    progress=job_progress(progress, request),
                     cache=job_cache(job, session),
                     overlap=overlap_for(cfg.runtime.threads) if job.overlap else None,
                     stop=stop,
