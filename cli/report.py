@@ -249,11 +249,12 @@ def plot(
             f"{len(results_dirs)} folders given and no --out; the outcome figure across folders "
             "belongs to none of them: pass --out DIR"
         )
-    folders = [load_results(path) for path in dict.fromkeys(results_dirs)]
-    if len(folders) == 1 and len(results_dirs) > 1:
+    distinct = list(dict.fromkeys(results_dirs))
+    if len(distinct) == 1 and len(results_dirs) > 1:
         raise ConfigError(
             f"'{results_dirs[0]}' given {len(results_dirs)} times; pass distinct folders"
         )
+    folders = [load_results(path) for path in distinct]
     try:
         if len(folders) > 1:
             plotted = plot_across(folders, out)

@@ -186,11 +186,12 @@ def _equivalence_plan(
     p0, p1 = _rates(true_rates) if true_rates is not None else (base, base)
     alpha = study.primary.alpha
     got = equivalence_power(p0, p1, n, margin=margin, alpha=alpha)
+    most = 400
     try:
-        need = seeds_for_equivalence(p0, p1, margin=margin, power=power, alpha=alpha)
+        need = seeds_for_equivalence(p0, p1, margin=margin, power=power, alpha=alpha, max_n=most)
         need = f"{need} runs per arm reach {power}"
     except ConfigError:  # as the Fisher line: the power at n still stands, and the pooled line
-        need = f"no n up to 400 runs per arm reaches {power}"
+        need = f"no n up to {most} runs per arm reaches {power}"
     typer.echo(
         f"equivalence of {study.primary.arm} and {study.baseline} on {study.primary.endpoint} "
         f"within ±{margin:g}, true rates {p0:.3g} vs {p1:.3g}, TOST (Miettinen-Nurminen score) "
