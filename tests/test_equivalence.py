@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 import pytest
+from _score_by_hand import restricted_by_grid, z_by_hand
 from scipy import stats
 from typer.testing import CliRunner
 
@@ -21,26 +22,6 @@ from experiments.report.statistics.equivalence import (
     value_equivalence,
     verdict,
 )
-
-
-def _restricted_by_grid(k1: int, n1: int, k0: int, n0: int, delta: float) -> float:
-    """p0 maximising the two binomial likelihoods under p1 = p0 + delta: a fine grid, then
-    a bounded refinement (independent of the closed form)."""
-    lo, hi = max(0.0, -delta), min(1.0, 1.0 - delta)
-    grid = np.linspace(lo, hi, 20001)
-    p1 = grid + delta
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ll = (stats.binom.logpmf(k1, n1, np.clip(p1, 0, 1))
-              + stats.binom.logpmf(k0, n0, np.clip(grid, 0, 1)))  # fmt: skip
-    return float(grid[int(np.nanargmax(ll))])
-
-
-def _z_by_hand(k1: int, n1: int, k0: int, n0: int, delta: float) -> float:
-    p0 = _restricted_by_grid(k1, n1, k0, n0, delta)
-    p1 = p0 + delta
-    n = n1 + n0
-    var = (p1 * (1 - p1) / n1 + p0 * (1 - p0) / n0) * n / (n - 1)
-    return (k1 / n1 - k0 / n0 - delta) / math.sqrt(var)
 
 
 def test_rate_tost_small_case_by_hand():
@@ -79,7 +60,7 @@ def test_score_statistic_is_the_restricted_likelihoods_on_a_whole_grid():
         for k1 in range(7):
             for k0 in range(6):
                 got = rate_equivalence(k1, 6, k0, 5, margin=0.3)
-                want = side(_z_by_hand(k1, 6, k0, 5, delta))
+                want = side(z_by_hand(k1, 6, k0, 5, delta))
                 assert (got.p_lower if delta < 0 else got.p_upper) == pytest.approx(
                     want, abs=2e-4
                 ), (k1, k0, delta)
@@ -92,7 +73,7 @@ def test_statsmodels_score_rates_are_not_the_restricted_maximum():
 
     ref = test_proportions_2indep(5, 10, 5, 10, value=-0.3, method="score", alternative="larger")
     assert (ref.prop2_null, ref.prop1_null) == pytest.approx((0.6, 0.3))
-    assert _restricted_by_grid(5, 10, 5, 10, -0.3) == pytest.approx(0.65, abs=1e-4)
+    assert restricted_by_grid(5, 10, 5, 10, -0.3) == pytest.approx(0.65, abs=1e-4)
 
 
 @pytest.mark.parametrize(
@@ -105,7 +86,7 @@ def test_score_statistic_at_the_edges_is_the_restricted_likelihoods(k1, n1, k0, 
     # 2/10), the statistic uses the true restricted maximum, found here on a grid
     margin = abs(delta)
     side = stats.norm.sf if delta < 0 else stats.norm.cdf
-    z = _z_by_hand(k1, n1, k0, n0, delta)
+    z = z_by_hand(k1, n1, k0, n0, delta)
     got = rate_equivalence(k1, n1, k0, n0, margin=margin)
     assert (got.p_lower if delta < 0 else got.p_upper) == pytest.approx(side(z), abs=2e-4)
 

@@ -79,20 +79,23 @@ def test_the_committed_findings_used_study_1s_seeds(conf):
         register(load_study("catch_stress", conf), config_dir=conf, results_dir=results)
 
 
+def _plan(*args: str):
+    """``gradlab study plan ARGS`` through the real app."""
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    return CliRunner().invoke(app, ["study", "plan", *args])
+
+
 def test_plan_gives_the_pooled_equivalence_power_of_summed_strata():
     """gradlab study plan --margin --strata S: the power of gradlab pool --margin's test on S x n
     runs per arm, equal to equivalence_power at S x n, and the runs per arm per stratum that
     reach the target (the first n whose S x n does)."""
-    from typer.testing import CliRunner
-
-    from cli.main import app
     from experiments.protocols.study.power import equivalence_power
 
-    out = CliRunner().invoke(
-        app,
-        ["study", "plan", "catch_stress", "--margin", "0.1", "--rates", "0.12,0.12",
-         "--strata", "4", "--power", "0.8"],
-    )  # fmt: skip
+    out = _plan("catch_stress", "--margin", "0.1", "--rates", "0.12,0.12", "--strata", "4",
+                "--power", "0.8")  # fmt: skip
     assert out.exit_code == 0, out.output
     got = equivalence_power(0.12, 0.12, 4 * 70, margin=0.1)
     need = next(k for k in range(1, 200) if equivalence_power(0.12, 0.12, 4 * k, margin=0.1) >= 0.8)
@@ -105,16 +108,10 @@ def test_plan_gives_the_pooled_runs_where_one_stratum_would_need_more_than_400()
     """0.5 vs 0.5 within ±0.1 at power 0.9 needs about 430 runs per arm: more than the single
     stratum's search (400), so its line says so, and the pooled line over 8 strata still gives its
     answer (it used to end the whole plan with that line's error)."""
-    from typer.testing import CliRunner
-
-    from cli.main import app
     from experiments.protocols.study.power import equivalence_power
 
-    out = CliRunner().invoke(
-        app,
-        ["study", "plan", "faithful_catch", "--margin", "0.1", "--true-rates", "0.5,0.5",
-         "--strata", "8", "--power", "0.9"],
-    )  # fmt: skip
+    out = _plan("faithful_catch", "--margin", "0.1", "--true-rates", "0.5,0.5", "--strata", "8",
+                "--power", "0.9")  # fmt: skip
     assert out.exit_code == 0, out.output
     assert equivalence_power(0.5, 0.5, 400, margin=0.1) < 0.9
     assert "power 0.000 with 47 runs per arm; no n up to 400 runs per arm reaches 0.9" in out.output
@@ -141,11 +138,7 @@ def test_a_margin_study_records_its_equivalence_power(tmp_path):
 
 
 def test_plan_refuses_a_bad_margin_before_printing_anything():
-    from typer.testing import CliRunner
-
-    from cli.main import app
-
-    out = CliRunner().invoke(app, ["study", "plan", "faithful_catch", "--margin", "2"])
+    out = _plan("faithful_catch", "--margin", "2")
     assert out.exit_code == 2
     assert out.output.strip() == (
         "error: --margin 2.0; expected a risk difference in (0, 1), e.g. 0.2"

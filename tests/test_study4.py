@@ -1,19 +1,19 @@
 """Study 4's confirmatory contrast, recomputed from the committed runs without gradlab's endpoint
 or pooling code: each run's ``failed`` from its own curves (the first evaluation at or above the
 task's threshold, the final window's mean), then the pooled risk difference's TOST with the
-restricted maximum found on a grid, and the Cochran-Mantel-Haenszel test written out by hand.
+restricted maximum found on a grid (tests/_score_by_hand.py), and the Cochran-Mantel-Haenszel
+test written out by hand.
 These are the figures the README and docs/studies.md quote."""
 
 from __future__ import annotations
 
 import gzip
 import json
-import math
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
+from _score_by_hand import z_by_hand
 from scipy import stats
 
 from experiments.report.pool.across import across_table
@@ -70,35 +70,19 @@ def test_failed_from_the_curves_is_what_the_tables_count(counts):
             assert counts[task][arm] == (QUOTED[task][arm], 47), (task, arm)
 
 
-def _restricted(k1, n1, k0, n0, delta):
-    """(p1, p0) maximising both binomial likelihoods under p1 - p0 = delta, on a fine grid."""
-    p0 = np.linspace(max(0.0, -delta), min(1.0, 1.0 - delta), 400001)[1:-1]
-    ll = stats.binom.logpmf(k1, n1, p0 + delta) + stats.binom.logpmf(k0, n0, p0)
-    best = p0[int(np.argmax(ll))]
-    return best + delta, best
-
-
-def _z(k1, n1, k0, n0, delta):
-    p1, p0 = _restricted(k1, n1, k0, n0, delta)
-    n = n1 + n0
-    var = (p1 * (1 - p1) / n1 + p0 * (1 - p0) / n0) * n / (n - 1)  # Miettinen-Nurminen
-    return (k1 / n1 - k0 / n0 - delta) / math.sqrt(var)
-
-
 def test_pooled_tost_and_cmh_recomputed_by_hand(counts):
     k1 = sum(counts[t]["scale_gradient"][0] for t in TASKS)
     k0 = sum(counts[t]["none"][0] for t in TASKS)
     assert (k1, k0) == (36, 26)  # of 188 each
-    p_tost = max(
-        stats.norm.sf(_z(k1, 188, k0, 188, -0.1)), stats.norm.cdf(_z(k1, 188, k0, 188, 0.1))
-    )
+    lower = stats.norm.sf(z_by_hand(k1, 188, k0, 188, -0.1))
+    p_tost = max(lower, stats.norm.cdf(z_by_hand(k1, 188, k0, 188, 0.1)))
 
     # the 90% interval's ends: where a one-sided p is 0.05, found by bisection on the grid's z
     def end(side, lo, hi):
         for _ in range(40):
             mid = (lo + hi) / 2
-            p = stats.norm.sf(_z(k1, 188, k0, 188, mid)) if side < 0 else stats.norm.cdf(
-                _z(k1, 188, k0, 188, mid))  # fmt: skip
+            p = stats.norm.sf(z_by_hand(k1, 188, k0, 188, mid)) if side < 0 else stats.norm.cdf(
+                z_by_hand(k1, 188, k0, 188, mid))  # fmt: skip
             if (p > 0.05) == (side < 0):
                 hi = mid
             else:
