@@ -33,7 +33,7 @@ import yaml
 
 from experiments.base.errors import ConfigError
 from experiments.jobs.identity import code_identity, dirty_paths, file_sha256, flat_config
-from experiments.protocols.study.design import Arm, Study
+from experiments.protocols.study.design import VALUE_ENDPOINTS, Arm, Study
 from experiments.protocols.study.power import equivalence_power, fisher_power
 
 __all__ = [
@@ -42,6 +42,8 @@ __all__ = [
     "check",
     "check_folder",
     "check_jobs",
+    "design_seeds",
+    "planned_power_across",
     "read_record",
     "record_path",
     "register",
@@ -63,12 +65,32 @@ def record_path(study: Study, results_dir: str | Path) -> Path:
     return study_folder(study, results_dir) / RECORD
 
 
+def _task_files(config_dir: Path, task: str) -> list[str]:
+    """``task/TASK.yaml`` and the task presets it composes (``defaults: [minatar]``)."""
+    names = [f"task/{task}.yaml"]
+    raw = yaml.safe_load((config_dir / names[0]).read_text(encoding="utf-8")) or {}
+    for item in raw.get("defaults", ()) if isinstance(raw, dict) else ():
+        if (
+            isinstance(item, str)
+            and item != "_self_"
+            and (config_dir / "task" / f"{item}.yaml").is_file()
+        ):
+            names.append(f"task/{item}.yaml")
+    return names
+
+
 def _files(study: Study, config_dir: Path) -> dict[str, str]:
+    tasks: list[str] = []
+    for stratum in study.strata:
+        if study.across_tasks:  # single-task records pinned their task file alone
+            tasks += [n for n in _task_files(config_dir, stratum.task) if n not in tasks]
+        else:
+            tasks.append(f"task/{stratum.task}.yaml")
     names = [
         f"study/{study.name}.yaml",
         f"ablation/{study.ablation}.yaml",
         f"regime/{study.regime}.yaml",
-        f"task/{study.task}.yaml",
+        *tasks,
         "muzero/default.yaml",
         "config.yaml",
     ]
@@ -76,24 +98,33 @@ def _files(study: Study, config_dir: Path) -> dict[str, str]:
 
 
 def arm_configs(study: Study, config_dir: Path) -> dict[str, dict[str, object]]:
-    """Each arm's resolved run config (first seed; seed and runtime left out), flat keys."""
+    """Each arm's resolved run config (first seed; seed and runtime left out), flat keys; in a
+    study across tasks, each arm's in each task (``TASK: LABEL``)."""
     from experiments.config import register_schema, to_run_config
     from experiments.jobs.job import MUZERO
     from experiments.launch.plan import compose
 
     register_schema(MUZERO.muzero_schema)
     out = {}
-    for arm in study.arms:
-        overrides = [
-            f"task={study.task}",
-            f"regime={study.regime}",
-            f"variant={arm.variant}",
-            *arm.overrides,
-            *study.overrides,
-            f"seed={study.seeds.start}",
-        ]
-        out[arm.label] = flat_config(to_run_config(compose(config_dir, overrides)))  # as stored
+    for stratum in study.strata:
+        for arm in study.arms:
+            overrides = [
+                f"task={stratum.task}",
+                f"regime={study.regime}",
+                f"variant={arm.variant}",
+                *arm.overrides,
+                *study.overrides,
+                f"seed={stratum.seeds.start}",
+            ]
+            config = flat_config(to_run_config(compose(config_dir, overrides)))  # as stored
+            out[study.arm_key(arm, stratum.task)] = config
     return out
+
+
+_ACROSS_KEYS = ("tasks", "family", "normalisation", "normalisation_source", "final_window",
+                "dropped")  # fmt: skip
+"""Design keys of a study across tasks (and of a newer single-task one that declares a final
+window); records written before them hold none."""
 
 
 def _design(study: Study) -> dict[str, object]:
@@ -106,7 +137,28 @@ def _design(study: Study) -> dict[str, object]:
             d["primary"].pop(key, None)
     if not d.get("faithful"):  # records written before the claim existed
         d.pop("faithful", None)
+    if study.across_tasks:
+        d["tasks"] = [{"task": s.task, "seeds": [s.seeds.start, s.seeds.stop]}
+                      for s in study.tasks]  # fmt: skip
+        for contrast in d["family"]["pooled"]:
+            for key in ("margin", "margin_reason"):
+                if contrast.get(key) is None:
+                    contrast.pop(key)
+        for key in ("task", "seeds", "primary"):  # the family holds them, per task or pooled
+            d.pop(key)
+    for key in _ACROSS_KEYS:  # a key a design does not declare is not written
+        if d.get(key) in (None, (), [], {}):
+            d.pop(key, None)
     return json.loads(json.dumps(d))
+
+
+def design_seeds(design: dict) -> dict[str, range]:
+    """A record's registered seeds per task (``""`` for a single-task record that names none)."""
+    if "tasks" in design:
+        return {str(t["task"]): range(int(t["seeds"][0]), int(t["seeds"][1]))
+                for t in design["tasks"]}  # fmt: skip
+    start, stop = design["seeds"]
+    return {str(design.get("task", "")): range(int(start), int(stop))}
 
 
 FAITHFUL = {"muzero.network.normalisation": "minmax", "muzero.unroll_steps": 5}
@@ -133,7 +185,7 @@ def check_fresh_seeds(study: Study, results_dir: str | Path) -> None:
     declared: a confirmatory study's seeds are fresh (runs are deterministic per seed, so a seen
     seed replays a seen result). Names the first clash."""
     root = Path(results_dir)
-    wanted = set(study.seeds)
+    wanted = {seed for stratum in study.strata for seed in stratum.seeds}
     for path in sorted(root.rglob("summary.json")):
         try:
             seed = json.loads(path.read_text(encoding="utf-8")).get("seed")
@@ -147,10 +199,10 @@ def check_fresh_seeds(study: Study, results_dir: str | Path) -> None:
     for path in sorted(root.rglob(RECORD)):
         try:
             other = json.loads(path.read_text(encoding="utf-8"))["design"]
-            start, stop = other["seeds"]
-        except (OSError, ValueError, KeyError, TypeError):
+            theirs = {s for seeds in design_seeds(other).values() for s in seeds}
+        except (OSError, ValueError, KeyError, TypeError, IndexError):
             continue
-        clash = wanted & set(range(int(start), int(stop)))
+        clash = wanted & theirs
         if clash and other.get("name") != study.name:
             raise ConfigError(
                 f"seeds {min(clash)}..{max(clash)} of study {study.name!r} are registered by "
@@ -209,7 +261,9 @@ def register(
         )
     rates = study.planning.rates
     power = None
-    if rates is not None and study.primary.margin is not None:
+    if study.across_tasks:
+        power = planned_power_across(study)
+    elif rates is not None and study.primary.margin is not None:
         # an equivalence design: the TOST's power, over the strata's summed counts when the
         # study is one stratum of a pooled test (planning.strata, as gradlab pool --margin)
         power = equivalence_power(
@@ -340,11 +394,33 @@ def _settings(overrides: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def _arm_settings(study: Study, arm: Arm) -> dict[str, str]:
+def _arm_settings(study: Study, arm: Arm, task: str | None = None) -> dict[str, str]:
+    """The settings of ``arm``'s jobs (in ``task``: a study across tasks' strata)."""
     return _settings(
-        [f"task={study.task}", f"regime={study.regime}", f"variant={arm.variant}",
-         *arm.overrides, *study.overrides]
+        [f"task={study.task if task is None else task}", f"regime={study.regime}",
+         f"variant={arm.variant}", *arm.overrides, *study.overrides]
     )  # fmt: skip
+
+
+def planned_power_across(study: Study) -> dict[str, float] | None:
+    """A study across tasks' planned powers of its first pooled contrast (a value endpoint):
+    ``{"difference": ..., "equivalence": ...}`` at ``planning.effect`` and ``planning.sd`` with
+    the smallest task's runs per arm; None where the planning declares no sd."""
+    from experiments.protocols.study.value_power import welch_pooled_power
+
+    plan, contrast = study.planning, study.primary
+    if plan.sd is None or contrast.endpoint not in VALUE_ENDPOINTS:
+        return None
+    n = min(len(s.seeds) for s in study.strata)
+    sds = [plan.sd] * len(study.strata)
+    out = {}
+    if plan.effect is not None:
+        out["difference"] = welch_pooled_power(sds, n, effect=plan.effect, alpha=contrast.alpha)
+    if contrast.margin is not None:
+        out["equivalence"] = welch_pooled_power(
+            sds, n, effect=0.0, alpha=contrast.alpha, margin=contrast.margin
+        )
+    return out or None
 
 
 def check_jobs(study: Study, jobs: Sequence[Sequence[str]]) -> None:
@@ -358,15 +434,26 @@ def check_jobs(study: Study, jobs: Sequence[Sequence[str]]) -> None:
       ConfigError: a seed outside ``study.seeds``, a variant that is none of the arms, or a
         setting (an override that changes numbers) that the job's arm does not register.
     """
-    seeds = f"{study.seeds.start}-{study.seeds.stop - 1}"
     arms = {a.variant: a for a in study.arms}
+    names = [s.task for s in study.strata]
     for overrides in jobs:
         settings = _settings(overrides)
-        seed = settings.pop("seed", None)
-        if seed is None or not seed.lstrip("-").isdigit() or int(seed) not in study.seeds:
+        task = settings.get("task")
+        stratum = study.stratum(task) if study.across_tasks else study.strata[0]
+        if stratum is None:
             raise ConfigError(
-                f"seed={seed} is outside the design of study {study.name} (seeds {seeds}); a "
-                "registered study runs its registered seeds only"
+                f"task={task} is not a task of study {study.name} (tasks: {', '.join(names)}); "
+                "a registered study runs its registered tasks only"
+            )
+        seeds = f"{stratum.seeds.start}-{stratum.seeds.stop - 1}"
+        seed = settings.pop("seed", None)
+        if (seed is None or not seed.isdigit() or str(int(seed)) != seed
+                or int(seed) not in stratum.seeds):  # fmt: skip
+            where = f" in task {stratum.task}" if study.across_tasks else ""
+            raise ConfigError(
+                f"seed={seed} is outside the design of study {study.name} (seeds {seeds}{where});"
+                " a registered study runs its registered seeds only, each written once as an "
+                "integer"
             )
         variant = settings.get("variant")
         if variant not in arms:
@@ -374,7 +461,7 @@ def check_jobs(study: Study, jobs: Sequence[Sequence[str]]) -> None:
                 f"variant={variant} is not an arm of study {study.name!r} (arms: "
                 f"{', '.join(arms)}); a registered study runs its registered arms only"
             )
-        want = _arm_settings(study, arms[variant])
+        want = _arm_settings(study, arms[variant], stratum.task)
         for key in sorted(set(settings) | set(want)):
             if settings.get(key) != want.get(key):
                 got = f"{key}={settings[key]}" if key in settings else f"no {key}={want[key]}"
