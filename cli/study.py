@@ -16,7 +16,7 @@ from typing import Annotated
 
 import typer
 
-from cli._errors import USAGE_ERROR, guarded
+from cli._errors import guarded
 from experiments.base.errors import ConfigError
 
 __all__ = ["app"]
@@ -287,28 +287,26 @@ def run(
     results_dir: Annotated[Path, _RESULTS] = Path("results"),
     jobs: Annotated[str, typer.Option("--jobs", "-j", help="gradlab sweep --jobs.")] = "auto",
 ) -> None:
-    """Run every arm of a registered study (primary arms first); the same command resumes."""
+    """Run every arm of a registered study (primary arms first; in a study across tasks, every
+    task's); the same command resumes."""
     from cli.jobs import job_of, sweep_command
     from experiments.jobs.lifetime import STOPPED_EXIT_CODES
     from experiments.launch.sweep import SweepRequest
     from experiments.protocols.study.record import check
+    from experiments.protocols.study.run import run_study
 
     study, conf = _load(name)
     for note in check(study, config_dir=conf, results_dir=results_dir):
         typer.echo(f"note: {note}")
-    order = [study.baseline, study.primary.arm]
-    arms = sorted(study.arms, key=lambda a: order.index(a.variant) if a.variant in order else 2)
-    worst = 0
-    for arm in arms:
-        typer.echo(f"== {study.name}: arm {arm.label} ({len(study.seeds)} seeds)")
-        overrides = tuple(study.sweep_overrides(arm, results_dir))
-        request = SweepRequest(overrides, jobs=jobs, config_dir=conf, job=job_of(ctx))
-        try:  # in this process: a stop signal stops the arm's jobs (experiments.jobs.lifetime)
-            code = sweep_command(request)
-        except ConfigError as err:  # this arm refused: the next ones still run
-            typer.echo(f"error: {err}", err=True)
-            code = USAGE_ERROR
-        if code in STOPPED_EXIT_CODES:  # stopped: the same command resumes
-            raise typer.Exit(code)
-        worst = max(worst, code)
-    raise typer.Exit(worst)
+    job = job_of(ctx)
+    code = run_study(
+        study,
+        results_dir,
+        sweep=lambda overrides: sweep_command(
+            SweepRequest(overrides, jobs=jobs, config_dir=conf, job=job)
+        ),  # in this process: a stop signal stops the arm's jobs (experiments.jobs.lifetime)
+        say=typer.echo,
+        error=lambda line: typer.echo(line, err=True),
+        stopped=STOPPED_EXIT_CODES,
+    )
+    raise typer.Exit(code)

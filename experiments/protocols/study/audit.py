@@ -126,7 +126,8 @@ def _read_record(folder: Path) -> tuple[dict, bytes]:
     raw = path.read_bytes()
     try:
         record = json.loads(raw)
-        record["design"]["name"], record["design"]["arms"], record["design"]["seeds"]
+        design = record["design"]
+        design["name"], design["arms"], design["tasks" if "tasks" in design else "seeds"]
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError):
         raise ConfigError(f"corrupt pre-registration record {str(path)!r}") from None
     return record, raw
@@ -174,21 +175,22 @@ def _runs(folder: Path, study) -> list[_Run]:
     """Every job folder, each matched to the registered job its summary (or, without one, its
     folder's name) says it is: the same settings, a registered seed, its own folder."""
     jobs = {
-        store.job_name({**_arm_settings(study, a), "seed": str(seed)}): (a, seed)
+        store.job_name({**_arm_settings(study, a, s.task), "seed": str(seed)}): (a, s.task, seed)
+        for s in study.strata
         for a in study.arms
-        for seed in study.seeds
+        for seed in s.seeds
     }
     out = []
     for job in sorted(p for p in folder.iterdir() if p.is_dir()):
         summary = store.read_summary(job)
-        arm, seed = jobs.get(job.name, (None, None))
+        arm, task, seed = jobs.get(job.name, (None, None, None))
         if summary is not None:
             settings = {k: v for k, v in summary.overrides.items() if k != "seed"}
             if (
                 arm is None
                 or summary.job != job.name
                 or summary.seed != seed
-                or (settings != _arm_settings(study, arm))
+                or (settings != _arm_settings(study, arm, task))
             ):
                 arm, seed = None, summary.seed
         elif arm is None and not (job / "config.yaml").exists():
@@ -196,23 +198,25 @@ def _runs(folder: Path, study) -> list[_Run]:
         live = summary is None and store.job_locked(job)
         if summary is None and not live and not any(job.iterdir()):
             continue  # an empty folder (a stopped launch left it): never started, so missing
-        out.append(_Run(job.name, summary, None if arm is None else arm.label, seed, live))
+        key = None if arm is None else study.arm_key(arm, task)
+        out.append(_Run(job.name, summary, key, seed, live))
     return out
 
 
 def _flow(study, runs: list[_Run]) -> tuple[Flow, ...]:
     out = []
-    for arm in study.arms:
-        mine = {r.seed: r for r in runs if r.arm == arm.label}
+    for stratum, arm in ((s, a) for s in study.strata for a in study.arms):
+        key = study.arm_key(arm, stratum.task)
+        mine = {r.seed: r for r in runs if r.arm == key}
         status = Counter(
             (r.summary.status if r.summary is not None else "running" if r.live else "unreadable")
             for r in mine.values()
         )
         analysed = status["completed"] + status["diverged"]
         running = status["running"]
-        out.append(Flow(arm.label, len(study.seeds), len(mine), status["completed"],
+        out.append(Flow(key, len(stratum.seeds), len(mine), status["completed"],
                         status["diverged"], len(mine) - analysed - running,
-                        len(study.seeds) - len(mine), analysed, running))  # fmt: skip
+                        len(stratum.seeds) - len(mine), analysed, running))  # fmt: skip
     return tuple(out)
 
 
@@ -232,8 +236,7 @@ def _check_job_set(study, runs: list[_Run]) -> Check:
         problems.append(f"registered jobs run twice: {_listed(twice)}")
     if problems:
         return Check("job set", False, "; ".join(problems))
-    n = len(study.arms) * len(study.seeds)
-    return Check("job set", True, f"every run is one of the {n} registered jobs, once")
+    return Check("job set", True, f"every run is one of the {study.n_jobs} registered jobs, once")
 
 
 def _check_record_hash(runs: list[_Run], digest: str) -> Check:
@@ -416,18 +419,21 @@ def audit(folder: str | Path, *, config_dir: str | Path) -> Audit:
 
 
 def _study_from_design(design: dict):
-    from experiments.protocols.study.design import Arm, Planning, Study
+    from experiments.protocols.study.design import Arm, Planning, Study, TaskStratum
+    from experiments.protocols.study.record import design_seeds
 
     try:
-        start, stop = design["seeds"]
+        seeds = design_seeds(design)
+        tasks = tuple(TaskStratum(t, s) for t, s in seeds.items()) if "tasks" in design else ()
+        task, only = ("", range(0)) if tasks else next(iter(seeds.items()))
         return Study(
-            name=str(design["name"]), ablation=str(design.get("ablation", "")),
-            task=str(design["task"]), regime=str(design["regime"]), seeds=range(start, stop),
+            name=str(design["name"]), ablation=str(design.get("ablation", "")), tasks=tasks,
+            task=task, regime=str(design["regime"]), seeds=only,
             calibration_seeds=range(0), baseline=str(design.get("baseline", "none")),
             arms=tuple(Arm(str(a["variant"]), tuple(a.get("overrides", ())))
                        for a in design["arms"]),
             primary=None, planning=Planning(), exploratory_endpoints=(), diverged_return="",
             overrides=tuple(design.get("overrides", ())),
         )  # fmt: skip
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, IndexError, StopIteration):
         raise ConfigError("corrupt pre-registration record: its design cannot be read") from None

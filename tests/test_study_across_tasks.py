@@ -1,0 +1,225 @@
+"""A study across tasks is one design and one record: its tasks' seeds, its confirmatory family,
+its normalisation; its jobs, its running order and its audit, per task."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from experiments.base.errors import ConfigError
+from experiments.jobs import store
+from experiments.protocols.study.audit import audit
+from experiments.protocols.study.design import load_study
+from experiments.protocols.study.record import (
+    RECORD,
+    check,
+    check_fresh_seeds,
+    check_jobs,
+    register,
+)
+from experiments.protocols.study.run import run_study, study_sweeps
+
+STUDY = """\
+name: across_test
+ablation: study_across_test
+regime: tuned
+tasks:
+  - {task: catch, seeds: [9000, 9003]}
+  - {task: cartpole, seeds: [9100, 9102]}
+calibration_seeds: [100, 110]
+baseline: none
+arms:
+  - {variant: depth_loss_scale}
+  - {variant: none}
+  - {variant: scale_gradient}
+confirmatory:
+  pooled:
+    - arm: scale_gradient
+      endpoint: normalised_return
+      test: welch_equal_weights
+      alpha: 0.05
+      margin: 0.05
+      margin_reason: "5% of the learned gain, declared before any run"
+  per_task: exploratory
+normalisation:
+  catch: {r_ref: 0.95, r_rand: -0.5998}
+  cartpole: {r_ref: 480.0, r_rand: 22.057}
+final_window: 3
+planning: {effect: -0.1, sd: 0.2, power: 0.8}
+overrides: [logger=none]
+"""
+
+PRESET = """\
+# @package _global_
+hydra:
+  sweeper:
+    params:
+      regime: tuned
+"""
+
+
+@pytest.fixture
+def across(conf: Path) -> Path:
+    (conf / "study" / "across_test.yaml").write_text(STUDY)
+    (conf / "ablation" / "study_across_test.yaml").write_text(PRESET)
+    return conf
+
+
+def _edited(conf: Path, old: str, new: str) -> Path:
+    path = conf / "study" / "across_test.yaml"
+    assert old in path.read_text()
+    path.write_text(path.read_text().replace(old, new))
+    return conf
+
+
+def test_design_reads_tasks_family_and_normalisation(across):
+    study = load_study("across_test", across)
+    assert study.across_tasks and [s.task for s in study.strata] == ["catch", "cartpole"]
+    assert [list(s.seeds) for s in study.strata] == [[9000, 9001, 9002], [9100, 9101]]
+    assert study.n_jobs == 3 * 5
+    assert study.primary.endpoint == "normalised_return" and study.primary.margin == 0.05
+    assert study.family.per_task == "exploratory"
+    assert study.normalisation["cartpole"].r_ref == 480.0
+    assert study.final_window == 3
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("{task: cartpole, seeds: [9100, 9102]}", "{task: catch, seeds: [9100, 9102]}",
+         "lists task 'catch' twice"),
+        ("seeds: [9100, 9102]", "seeds: [9001, 9005]", "are also task 'catch''s"),
+        ("seeds: [9100, 9102]", "seeds: [105, 107]", "are also calibration seeds"),
+        ("endpoint: normalised_return", "endpoint: return", "unknown confirmatory.pooled endpoint"),
+        ("test: welch_equal_weights", "test: fisher", "unknown confirmatory.pooled test"),
+        ("arm: scale_gradient", "arm: none", "unknown confirmatory.pooled arm"),
+        ("  per_task: exploratory", "  per_task: all", "unknown confirmatory.per_task"),
+        ("cartpole: {r_ref: 480.0, r_rand: 22.057}", "cartpole: {r_ref: 20.0, r_rand: 22.057}",
+         "r_ref=20.0 is not above r_rand=22.057"),
+        ("  cartpole: {r_ref: 480.0, r_rand: 22.057}\n", "", "normalisation of task 'cartpole'"),
+        ("confirmatory:", "primary: {}\nconfirmatory:", "also gives 'primary'"),
+        ("final_window: 3", "final_window: 0", "final_window=0"),
+    ],
+)  # fmt: skip
+def test_bad_designs_are_one_line_naming_the_field(across, old, new, message):
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
+        load_study("across_test", _edited(across, old, new))
+
+
+def test_no_family_is_refused(across):
+    text = STUDY[: STUDY.index("confirmatory:")] + STUDY[STUDY.index("normalisation:") :]
+    (across / "study" / "across_test.yaml").write_text(text)
+    with pytest.raises(ConfigError, match="declares no confirmatory family"):
+        load_study("across_test", across)
+
+
+def test_one_record_holds_the_family_every_task_and_each_arm_per_task(across, tmp_path):
+    study = load_study("across_test", across)
+    results = tmp_path / "results"
+    path = register(study, config_dir=across, results_dir=results, code_root=tmp_path)
+    record = json.loads(path.read_text())
+    design = record["design"]
+    assert "primary" not in design and "task" not in design and "seeds" not in design
+    assert design["tasks"] == [{"task": "catch", "seeds": [9000, 9003]},
+                               {"task": "cartpole", "seeds": [9100, 9102]}]  # fmt: skip
+    pooled = design["family"]["pooled"]
+    reason = "5% of the learned gain, declared before any run"
+    assert pooled == [{"arm": "scale_gradient", "endpoint": "normalised_return",
+                       "test": "welch_equal_weights", "alpha": 0.05, "margin": 0.05,
+                       "margin_reason": reason}]  # fmt: skip
+    assert design["family"]["per_task"] == "exploratory"
+    assert design["normalisation"]["catch"] == {"r_ref": 0.95, "r_rand": -0.5998}
+    assert design["final_window"] == 3
+    assert set(record["arm_configs"]) == {
+        f"{t}: {v}" for t in ("catch", "cartpole") for v in ("none", "scale_gradient",
+                                                                 "depth_loss_scale")
+    }  # fmt: skip
+    assert record["arm_configs"]["cartpole: none"]["task.name"] == "cartpole"
+    assert {"task/catch.yaml", "task/cartpole.yaml"} <= set(record["files"])
+    assert set(record["planned_power"]) == {"difference", "equivalence"}
+    assert check(study, config_dir=across, results_dir=results) == []
+    # the seeds of every task are registered: another study may not take them
+    other = _edited(across, "name: across_test", "name: across_other")
+    (other / "study" / "across_test.yaml").rename(other / "study" / "across_other.yaml")
+    with pytest.raises(ConfigError, match="registered by study 'across_test'"):
+        check_fresh_seeds(load_study("across_other", other), results)
+
+
+def _job(study, task, variant, seed):
+    return [f"task={task}", "regime=tuned", f"variant={variant}", f"seed={seed}",
+            f"ablation={study.ablation}", "logger=none"]  # fmt: skip
+
+
+def test_jobs_outside_a_task_s_seeds_or_tasks_are_refused(across):
+    study = load_study("across_test", across)
+    check_jobs(study, [_job(study, "catch", "none", 9002), _job(study, "cartpole", "none", 9101)])
+    with pytest.raises(
+        ConfigError, match=r"seed=9100 is outside .* \(seeds 9000-9002 in task catch"
+    ):
+        check_jobs(study, [_job(study, "catch", "none", 9100)])
+    with pytest.raises(ConfigError, match="task=breakout is not a task of study across_test"):
+        check_jobs(study, [_job(study, "breakout", "none", 9000)])
+    with pytest.raises(ConfigError, match="seed=09000 is outside"):
+        check_jobs(study, [_job(study, "catch", "none", "09000")])
+
+
+def test_sweeps_run_the_confirmatory_arms_task_by_task_first(across, tmp_path):
+    study = load_study("across_test", across)
+    sweeps = study_sweeps(study, tmp_path)
+    assert [(s.stratum.task, s.arm.variant) for s in sweeps] == [
+        ("catch", "none"), ("catch", "scale_gradient"),
+        ("cartpole", "none"), ("cartpole", "scale_gradient"),
+        ("catch", "depth_loss_scale"), ("cartpole", "depth_loss_scale"),
+    ]  # fmt: skip
+    assert "task=cartpole" in sweeps[2].overrides
+    assert "seed=range(9100,9102)" in sweeps[2].overrides
+    assert sweeps[0].header == "== across_test: catch: arm none (3 seeds)"
+    # a refused sweep is one line and the next still runs; a stop ends the study at once
+    said, errors, ran = [], [], []
+
+    def sweep(overrides):
+        ran.append(overrides)
+        if len(ran) == 2:
+            raise ConfigError("refused")
+        return 130 if len(ran) == 4 else 0
+
+    code = run_study(study, tmp_path, sweep=sweep, say=said.append, error=errors.append,
+                     stopped=frozenset({130}))  # fmt: skip
+    assert code == 130 and len(ran) == 4 and errors == ["error: refused"]
+
+
+def _summary(folder: Path, task: str, variant: str, seed: int, **fields) -> None:
+    settings = {"regime": "tuned", "task": task, "variant": variant}
+    name = store.job_name({**settings, "seed": str(seed)})
+    job = folder / name
+    job.mkdir(parents=True)
+    summary = {"status": "completed", "job": name, "ablation": "study_across_test",
+               "overrides": {**settings, "seed": str(seed)}, "group": settings, "seed": seed,
+               "task": task, "regime": "tuned", "variant": variant, "steps": 10,
+               "stability": {}, **fields}  # fmt: skip
+    (job / "summary.json").write_text(json.dumps(summary))
+
+
+def test_audit_counts_every_task_s_arms(across, tmp_path):
+    study = load_study("across_test", across)
+    results = tmp_path / "results"
+    register(study, config_dir=across, results_dir=results, code_root=tmp_path)
+    folder = results / study.ablation
+    for seed in (9000, 9001, 9002):
+        _summary(folder, "catch", "none", seed)
+    _summary(folder, "cartpole", "scale_gradient", 9100)
+    _summary(folder, "cartpole", "none", 9000)  # a catch seed in cartpole: outside the design
+    result = audit(folder, config_dir=across)
+    flow = {f.arm: (f.registered, f.started, f.missing) for f in result.flow}
+    assert flow["catch: none"] == (3, 3, 0)
+    assert flow["cartpole: scale_gradient"] == (2, 1, 1)
+    assert flow["catch: depth_loss_scale"] == (3, 0, 3)
+    assert len(result.flow) == 6
+    job_set = next(c for c in result.breaches if c.name == "job set")
+    assert (
+        "outside the registered job set: regime=tuned__task=cartpole__variant=none__seed=9000"
+        in (job_set.line)
+    )
+    assert (folder / RECORD).is_file()
