@@ -114,6 +114,30 @@ def plan(
             "(default: the baseline rate for both, no true difference).",
         ),
     ] = None,
+    calibration: Annotated[
+        Path | None,
+        typer.Option(
+            help="The baseline's calibration runs (a results folder): each task's reference "
+            "return R_ref with its spread, and where its threshold falls (reached, held, within "
+            "±5%: floor, ceiling, noise-sensitive, usable). Required for a study across tasks "
+            "on normalised_return, whose power it gives.",
+        ),
+    ] = None,
+    prior: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="Committed runs of the same regime and arms (a results folder; repeatable), "
+            "cited beside what the plan assumes: k/n of the endpoint, or the normalised "
+            "difference of the arms' mean final returns.",
+        ),
+    ] = None,
+    effect: Annotated[
+        float | None,
+        typer.Option(
+            help="A study on normalised_return: the difference to detect (default: "
+            "planning.effect, else the priors' mean normalised difference).",
+        ),
+    ] = None,
 ) -> None:
     """Exact power of the primary contrast (Fisher's test, by enumeration), the runs per arm that
     reach a target power, and the expected wall time of the whole study; with --strata S, the
@@ -125,6 +149,17 @@ def plan(
     from experiments.protocols.study.power import fisher_power, pooled_power, seeds_for_power
 
     study, _ = _load(name)
+    if jobs < 1:
+        raise ConfigError(f"--jobs {jobs}; expected a positive number of runs at once")
+    if not 0 < power < 1:
+        raise ConfigError(f"--power {power}; expected a target power in (0, 1)")
+    if study.across_tasks:
+        _value_plan(study, calibration, prior or [], effect=effect, power=power, jobs=jobs)
+        return
+    if calibration is not None:
+        _threshold_check(study, calibration)
+    for folder in prior or []:
+        _rate_prior(study, folder)
     if margin is not None and (isinstance(margin, bool) or not 0 < margin < 1):
         raise ConfigError(f"--margin {margin!r}; expected a risk difference in (0, 1), e.g. 0.2")
     seconds = None
@@ -175,6 +210,60 @@ def plan(
             f"wall time: {len(study.arms)} arms x {n} runs x {seconds:.0f} s (the pilot's median "
             f"run) / {jobs} at once = about {total / 3600:.1f} h"
         )
+
+
+def _runs(folder: Path):
+    from experiments.report.runs.results import load_results
+
+    return load_results(folder).runs
+
+
+def _value_plan(study, calibration: Path | None, priors: list[Path], **kwargs) -> None:
+    """`plan` for a study across tasks on a value endpoint (``normalised_return``)."""
+    from experiments.protocols.study.value_plan import plan_value
+
+    if calibration is None:
+        tasks = ", ".join(s.task for s in study.strata)
+        raise ConfigError(
+            f"study {study.name!r} plans {study.primary.endpoint} over {tasks}: its power needs "
+            "the baseline's calibration runs (--calibration DIR)"
+        )
+    cited = [(str(p), _runs(p)) for p in priors]
+    plan = plan_value(study, _runs(calibration), repr(str(calibration)), priors=cited, **kwargs)
+    for line in plan.lines(study):
+        typer.echo(line)
+
+
+def _threshold_check(study, calibration: Path) -> None:
+    """Where the study's threshold falls in the baseline's calibration runs, one line."""
+    from experiments.protocols.calibration.reference import task_references
+
+    refs = task_references(_runs(calibration), baseline=study.baseline, regime=study.regime,
+                           where=repr(str(calibration)))  # fmt: skip
+    if study.task not in refs:
+        raise ConfigError(
+            f"task {study.task!r} of study {study.name!r} has no {study.baseline} runs in "
+            f"{str(calibration)!r} (regime {study.regime})"
+        )
+    typer.echo(f"calibration ({calibration}): {refs[study.task].line()}")
+
+
+def _rate_prior(study, folder: Path) -> None:
+    """A committed folder's k/n of the primary endpoint for the baseline and the primary arm
+    (same regime and task), cited beside the rates the plan assumes."""
+    runs = _runs(folder)
+    keep = runs["task"].astype(str) == study.task
+    if "regime" in runs:
+        keep &= runs["regime"].astype(str) == study.regime
+    shown = []
+    for arm in (study.baseline, study.primary.arm):
+        values = runs.loc[keep & (runs["variant"].astype(str) == arm), study.primary.endpoint]
+        values = values.dropna()
+        shown.append(f"{arm} {int(values.sum())}/{len(values)}")
+    typer.echo(
+        f"prior: {folder}: {study.task}, regime {study.regime}, {study.primary.endpoint}: "
+        + ", ".join(shown)
+    )
 
 
 def _equivalence_plan(
