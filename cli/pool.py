@@ -12,6 +12,7 @@ import typer
 
 from cli._errors import guarded
 from cli._output import FormatOption, KeepDuplicatesOption, OutOption, emit, output_format
+from experiments.base.errors import ConfigError
 
 if TYPE_CHECKING:
     from experiments.report.pool.table import Registration
@@ -43,6 +44,62 @@ def registrations(
     return out
 
 
+def _registered_margin(folders: Sequence[Path], endpoint: str, margin: float | None):
+    """The equivalence margin the pooled studies registered on ``endpoint`` (all the same),
+    applied without a flag; a ``--margin`` that disagrees with a registered one is refused."""
+    from experiments.protocols.study.analysis import declared_analysis
+
+    declared = {
+        (d.study, d.margin)
+        for d in (declared_analysis(f) for f in folders)
+        if d is not None and d.endpoint == endpoint and d.margin is not None
+    }
+    margins = {m for _, m in declared}
+    if margin is not None and margins and margins != {margin}:
+        study, registered = sorted(declared)[0]
+        raise ConfigError(
+            f"--margin {margin:g} disagrees with study {study}'s registered margin "
+            f"{registered:g} on {endpoint}; leave --margin out to apply the registered one"
+        )
+    if margin is None and len(margins) == 1:
+        return margins.pop()
+    return margin
+
+
+def _family(folder: Path, family, *, primary: str | None, margin: float | None, fmt: str):
+    """The registered confirmatory family of a study across tasks' folder, tabled."""
+    from experiments.protocols.study.analysis import audit_note
+    from experiments.report.pool.family import FamilySpec, family_table, render_family
+    from experiments.report.runs.normalised import add_normalised
+    from experiments.report.runs.results import load_results
+
+    contrast = family.pooled[0]
+    registered = contrast.get("margin")
+    if margin is not None and margin != registered:
+        raise ConfigError(
+            f"--margin {margin:g} disagrees with study {family.study}'s registered margin "
+            f"{registered}; leave --margin out to apply the registered one"
+        )
+    if primary is not None and primary != contrast["arm"]:
+        raise ConfigError(
+            f"--primary {primary} is not study {family.study}'s registered arm "
+            f"({contrast['arm']}); its family is read from its record"
+        )
+    note = audit_note(folder)
+    if note:
+        typer.echo(f"note: {note}", err=True)
+    runs = load_results(folder).runs
+    if contrast["endpoint"] == "normalised_return":
+        runs = add_normalised(runs, family.normalisation)
+    spec = FamilySpec(
+        study=family.study, arm=str(contrast["arm"]), baseline=family.baseline,
+        endpoint=str(contrast["endpoint"]), alpha=float(contrast["alpha"]), margin=registered,
+        per_task=family.per_task, confirmatory=note is None, why_not=note,
+        normalisation=family.normalisation,
+    )  # fmt: skip
+    return render_family(family_table(runs, spec, family.tasks), fmt=fmt)
+
+
 @guarded
 def pool(
     folders: Annotated[
@@ -50,14 +107,15 @@ def pool(
         typer.Argument(help="Results folders, e.g. one study per task."),
     ],
     endpoint: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--endpoint",
             "-e",
             help="A rate (failed, unstable, diverged, ...: CMH) or a value (final_return, "
-            "grad_norm_p99, ...: van Elteren).",
+            "grad_norm_p99, normalised_return, ...: van Elteren). Default: failed; for the folder "
+            "of a study across tasks, its registered family's endpoint.",
         ),
-    ] = "failed",
+    ] = None,
     baseline: Annotated[str, typer.Option("--baseline", help="The baseline variant.")] = "none",
     alpha: Annotated[
         float, typer.Option("--alpha", help="Bold where a p_adj is below this.")
@@ -117,10 +175,30 @@ def pool(
       gradlab pool results/findings/study_cartpole_stress results/findings/study_breakout_stress
       --primary scale_gradient --by-name -o pooled.tex
     """
+    from experiments.protocols.study.analysis import declared_family
     from experiments.report.pool.across import across_table
     from experiments.report.pool.render import render_across
 
     fmt = output_format(fmt, out)
+    family = declared_family(folders[0]) if len(folders) == 1 else None
+    if family is not None and endpoint in (None, family.pooled[0]["endpoint"]):
+        text = _family(folders[0], family, primary=primary, margin=margin, fmt=fmt)
+        emit(text, out)
+        return
+    endpoint = endpoint or "failed"
+    margin = _registered_margin(folders, endpoint, margin)
+    regs = registrations(folders, endpoint=endpoint, baseline=baseline, alpha=alpha)
+    failing = [r.note for r in regs if r.declared is not None and r.confirmatory is None and r.note
+               and "audit fails" in r.note]  # fmt: skip
+    if primary is not None and failing:
+        for note in failing:
+            typer.echo(note, err=True)
+        typer.echo(
+            f"note: --primary {primary}: no pooled contrast is confirmatory while a pooled "
+            "study's audit fails; every pooled row is exploratory",
+            err=True,
+        )
+        primary = None
     table = across_table(
         folders,
         endpoint=endpoint,
@@ -130,7 +208,7 @@ def pool(
         by_name=by_name,
         keep_duplicates=keep_duplicates,
         margin=margin,
-        registrations=registrations(folders, endpoint=endpoint, baseline=baseline, alpha=alpha),
+        registrations=regs,
     )
     for note in table.notes:
         typer.echo(note, err=True)

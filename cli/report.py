@@ -173,6 +173,7 @@ def table(
     fixed = _number("--diverged-return", diverged_return)
     results = load_results(results_dir, keep_duplicates=keep_duplicates)
     shown = _split(metrics) or list(DEFAULT_METRICS)
+    results = _with_normalised(results, results_dir, shown)
     known = [m for m in shown if m in METRICS]
     margins = parse_margins(
         margin or [], {m: METRICS[m].kind for m in known}, {m: METRICS[m].label for m in known}
@@ -200,6 +201,31 @@ def table(
 
     summary = dataclasses.replace(summary, audit=audit_note(results_dir))  # no *, and why
     emit(render(summary, fmt=fmt), out)
+
+
+def _with_normalised(results, results_dir: Path, shown: list[str]):
+    """The runs with ``normalised_return`` when the table shows it, each task's R_ref and R_rand
+    from the folder's study record (refused, naming the folder, where it declares none); a
+    study across tasks' folder gets a note that its confirmatory family is pooled."""
+    from experiments.protocols.study.analysis import declared_family, declared_normalisation
+    from experiments.report.runs.normalised import add_normalised
+
+    family = declared_family(results_dir)
+    if family is not None:
+        typer.echo(
+            f"note: study {family.study} spans {len(family.tasks)} tasks: its confirmatory family "
+            f"is pooled (gradlab pool {results_dir}); every contrast here is exploratory",
+            err=True,
+        )
+    if "normalised_return" not in shown:
+        return results
+    norm = declared_normalisation(results_dir)
+    if norm is None:
+        raise ConfigError(
+            f"normalised_return needs each task's R_ref and R_rand, declared in a study's "
+            f"record; '{results_dir}' holds none"
+        )
+    return dataclasses.replace(results, runs=add_normalised(results.runs, norm))
 
 
 @guarded

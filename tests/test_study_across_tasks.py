@@ -223,3 +223,72 @@ def test_audit_counts_every_task_s_arms(across, tmp_path):
         in (job_set.line)
     )
     assert (folder / RECORD).is_file()
+
+
+def _run(folder: Path, task: str, variant: str, seed: int, final: float, diverged: int = 0):
+    """A finished run's summary as a sweep writes it (schema 2: no identity, which the family
+    table does not need), with its final return."""
+    settings = {"regime": "tuned", "task": task, "variant": variant}
+    name = store.job_name({**settings, "seed": str(seed)})
+    stability = {"diverged": diverged, "diverged_step": 5 if diverged else None, "collapsed": 0,
+                 "unstable": diverged, "steps": 10, "final_return": final, "final_evals": 2,
+                 "reached_threshold": 0, "steps_to_threshold": None}  # fmt: skip
+    summary = {"schema": 2, "status": "diverged" if diverged else "completed", "job": name,
+               "ablation": "study_across_test", "overrides": {**settings, "seed": str(seed)},
+               "group": settings, "seed": seed, "task": task, "regime": "tuned",
+               "variant": variant, "variant_params": {}, "steps": 10, "threshold": None,
+               "reward_scale": 1.0, "stability": stability}  # fmt: skip
+    store.write_json_atomic(folder / name / "summary.json", summary)
+
+
+def test_pool_tables_the_registered_family_from_the_record_alone(across, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from cli.main import app
+    from experiments.report.statistics.welch_pooled import welch_pooled
+
+    study = load_study("across_test", across)
+    results = tmp_path / "results"
+    register(study, config_dir=across, results_dir=results, code_root=tmp_path)
+    folder = results / study.ablation
+    finals = {
+        ("catch", "none"): [0.9, 0.95, 1.0], ("catch", "scale_gradient"): [0.7, 0.8, 0.75],
+        ("cartpole", "none"): [480.0, 470.0], ("cartpole", "scale_gradient"): [400.0, 460.0],
+    }  # fmt: skip
+    for (task, variant), values in finals.items():
+        seeds = study.stratum(task).seeds
+        for seed, value in zip(seeds, values, strict=False):
+            _run(folder, task, variant, seed, value)
+    _run(folder, "catch", "depth_loss_scale", 9000, 0.0, diverged=1)
+    # the normalised values by hand: (R - r_rand) / (r_ref - r_rand)
+    norm = {"catch": (0.95, -0.5998), "cartpole": (480.0, 22.057)}
+
+    def scaled(task, variant):
+        ref, rand = norm[task]
+        return [(v - rand) / (ref - rand) for v in finals[task, variant]]
+
+    want = welch_pooled(
+        [(scaled(t, "scale_gradient"), scaled(t, "none")) for t in ("catch", "cartpole")],
+        margin=0.05,
+    )
+    # the * follows the folder's audit, whatever it finds (these synthetic runs carry no
+    # identity); the numbers are the pooled Welch difference of the values by hand
+    from experiments.protocols.study.analysis import audit_note
+
+    result = CliRunner().invoke(app, ["pool", str(folder), "-f", "json"])
+    assert result.exit_code == 0, result.output
+    table = json.loads(result.stdout)
+    assert table["estimate"] == pytest.approx(want.estimate, rel=1e-12)
+    assert table["ci"] == pytest.approx(list(want.ci), rel=1e-12)
+    assert table["tost_p"] == pytest.approx(want.tost_p, rel=1e-12)
+    assert table["margin"] == 0.05 and table["arm"] == "scale_gradient"
+    assert table["confirmatory"] == (audit_note(folder) is None)
+    starred = any("*" in str(v) for row in table["rows"] for v in row.values())
+    assert starred == table["confirmatory"]
+    # a margin other than the registered one, or another arm, is refused in one line
+    other = CliRunner().invoke(app, ["pool", str(folder), "--margin", "0.1"])
+    assert other.exit_code == 2 and "disagrees with study across_test's registered margin" in (
+        other.output
+    )
+    arm = CliRunner().invoke(app, ["pool", str(folder), "--primary", "depth_loss_scale"])
+    assert arm.exit_code == 2 and "is not study across_test's registered arm" in arm.output

@@ -25,7 +25,10 @@ from experiments.protocols.study.record import ENDPOINTS_VERSION, RECORD
 
 __all__ = [
     "Declared",
+    "DeclaredFamily",
     "audit_note",
+    "declared_family",
+    "declared_normalisation",
     "declared_analysis",
     "declared_endpoint",
     "registered_contrast",
@@ -101,6 +104,8 @@ def declared_analysis(folder: str | Path) -> Declared | None:
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
         design = record["design"]
+        if "tasks" in design:  # a study across tasks: its family is pooled (declared_family)
+            return None
         primary = design["primary"]
         version = int(record.get("endpoints", 1))
         return Declared(
@@ -117,6 +122,70 @@ def declared_analysis(folder: str | Path) -> Declared | None:
         )
     except (json.JSONDecodeError, KeyError, TypeError, ValueError):
         raise ConfigError(f"corrupt pre-registration record {str(path)!r}") from None
+
+
+@dataclasses.dataclass(frozen=True)
+class DeclaredFamily:
+    """A study across tasks' confirmatory family as its record declares it.
+
+    Attributes:
+      study: its name; baseline: its baseline arm.
+      tasks: its tasks, in the record's order.
+      pooled: the pooled contrasts, each ``{arm, endpoint, test, alpha, margin?, ...}``.
+      per_task: ``exploratory`` or ``holm``.
+      normalisation: task -> ``(r_ref, r_rand)``.
+    """
+
+    study: str
+    baseline: str
+    tasks: tuple[str, ...]
+    pooled: tuple[dict, ...]
+    per_task: str
+    normalisation: dict[str, tuple[float, float]]
+
+
+def _record(folder: str | Path) -> dict | None:
+    path = Path(folder) / RECORD
+    if not path.is_file():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        record["design"]["name"]
+        return record
+    except (json.JSONDecodeError, KeyError, TypeError):
+        raise ConfigError(f"corrupt pre-registration record {str(path)!r}") from None
+
+
+def declared_family(folder: str | Path) -> DeclaredFamily | None:
+    """The confirmatory family of a study across tasks' folder; None for any other folder."""
+    record = _record(folder)
+    if record is None or "tasks" not in record["design"]:
+        return None
+    design = record["design"]
+    try:
+        return DeclaredFamily(
+            study=str(design["name"]),
+            baseline=str(design.get("baseline", "none")),
+            tasks=tuple(str(t["task"]) for t in design["tasks"]),
+            pooled=tuple(dict(p) for p in design["family"]["pooled"]),
+            per_task=str(design["family"].get("per_task", "exploratory")),
+            normalisation=declared_normalisation(folder) or {},
+        )
+    except (KeyError, TypeError, ValueError):
+        raise ConfigError(f"corrupt pre-registration record in {str(folder)!r}") from None
+
+
+def declared_normalisation(folder: str | Path) -> dict[str, tuple[float, float]] | None:
+    """A study folder's declared normalisation, task -> ``(r_ref, r_rand)``; None where its
+    record declares none (or there is no record)."""
+    record = _record(folder)
+    if record is None or "normalisation" not in record["design"]:
+        return None
+    try:
+        return {str(t): (float(v["r_ref"]), float(v["r_rand"]))
+                for t, v in record["design"]["normalisation"].items()}  # fmt: skip
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise ConfigError(f"corrupt normalisation in the record of {str(folder)!r}") from None
 
 
 def declared_endpoint(name: str, version: int) -> str:

@@ -50,6 +50,9 @@ METRICS = {
     "reached_threshold": Metric(("reached", "threshold"), True, kind="rate"),
     "final_return": Metric(("final", "return"), True, itt=True),
     "final_return_last": Metric(("last", "return"), True, itt=True),
+    # (R - R_rand) / (R_ref - R_rand) of the final return, a diverged run at 0, each task's
+    # R_ref and R_rand from a study's record (experiments/report/runs/normalised.py)
+    "normalised_return": Metric(("normalised", "return"), True),
     "best_return": Metric(("best", "return"), True),
     "final_evals": Metric(("final", "evals"), None),
     "return_auc": Metric(("return", "AUC"), True),
