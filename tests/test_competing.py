@@ -11,8 +11,11 @@ and the cause-1 estimate ``est`` of each group at several times (``timepoints``)
 ``ties_2g`` (2 groups, tied times across causes and censoring at event times), ``three_groups``
 (3 groups, ties), ``no_competing`` (2 groups, no competing event), ``distinct_2g`` (2 groups, no
 tied times: also the lifelines check), ``study2`` (Study 2's scale_gradient vs none, the committed
-runs), ``hand`` (worked by hand below) and ``all_reach`` (Study 3's CartPole none vs maxnorm:
-every run reaches the threshold, so the incidences and the pooled one reach 1).
+runs), ``hand`` (worked by hand below), ``all_reach`` (Study 3's CartPole none vs maxnorm:
+every run reaches the threshold, so the incidences and the pooled one reach 1),
+``breakout_all_reach`` (Study 4's Breakout: every run reaches it, the pooled incidence reaches 1
+before the last group's last event) and ``none_reach`` (no run reaches it: cmprsk defines no
+cause-1 test, its script prints ``NA``; gradlab's is 0 with p = 1, identical curves).
 ``test_gray_matches_r_when_rscript_is_there`` re-runs the script when ``Rscript`` is on PATH (CI
 has no R: skipped there).
 """
@@ -53,6 +56,9 @@ R_GRAY = {
     "study2": (10.01268770647494, 0.0015546547837536062, 1),
     "hand": (0.020356234096692082, 0.88654664460577415, 1),
     "all_reach": (1.0574959343295389, 0.30378699982100221, 1),
+    # Study 4's Breakout, scale_gradient vs none: every run reached the threshold, and the pooled
+    # incidence reaches 1 while one group still has runs at risk (gradlab gave NaN before)
+    "breakout_all_reach": (2.1403228802573082, 0.14347169200118937, 1),
 }
 
 # timepoints(cuminc(...), times)$est, cause 1: (case, group, time, estimate)
@@ -78,6 +84,10 @@ R_EST = [
     ("all_reach", "maxnorm", 600, 0.30000000000000004), ("all_reach", "maxnorm", 1400, 0.7),
     ("all_reach", "maxnorm", 2600, 0.99999999999999989), ("all_reach", "none", 1000, 0.5),
     ("all_reach", "none", 1400, 0.80000000000000004),
+    ("breakout_all_reach", "none", 1000, 0.40425531914893614),
+    ("breakout_all_reach", "none", 2000, 0.78723404255319152),
+    ("breakout_all_reach", "scale_gradient", 1500, 0.53191489361702127),
+    ("breakout_all_reach", "scale_gradient", 4000, 1.0),
 ]  # fmt: skip
 
 
@@ -243,6 +253,28 @@ def test_a_column_missing_altogether_names_the_file():
 
 
 @pytest.mark.skipif(shutil.which("Rscript") is None, reason="R (cmprsk) is not installed")
+def _gray(name):
+    d = _case(name)
+    return gray_test(d["time"].to_numpy(), d["cause"].to_numpy(), d["group"].to_numpy())
+
+
+def test_gray_in_every_degenerate_shape():
+    # every run reaches it (the pooled incidence reaches 1 before the last event): cmprsk's p
+    assert _gray("breakout_all_reach").p == pytest.approx(0.14347169200118937, rel=1e-9)
+    assert _gray("all_reach").p == pytest.approx(0.30378699982100221, rel=1e-9)
+    # no competing event at all: cmprsk's p
+    assert _gray("no_competing").p == pytest.approx(0.087018398787794937, rel=1e-9)
+    # no run reaches it: both incidences are 0 throughout, the same curve (cmprsk reports no
+    # cause-1 test; gradlab: statistic 0, p 1)
+    none = _gray("none_reach")
+    assert (none.statistic, none.df, none.p) == (0.0, 1, 1.0)
+    # one arm empty: one group, no comparison (NaN), as cmprsk, which needs two groups
+    d = _case("breakout_all_reach")
+    one = d[d["group"] == "none"]
+    alone = gray_test(one["time"].to_numpy(), one["cause"].to_numpy(), one["group"].to_numpy())
+    assert math.isnan(alone.statistic) and math.isnan(alone.p) and alone.df == 0
+
+
 def test_gray_matches_r_when_rscript_is_there():
     done = subprocess.run(
         ["Rscript", "tests/data/competing_cuminc.R"], cwd=ROOT, capture_output=True, text=True,
@@ -254,6 +286,9 @@ def test_gray_matches_r_when_rscript_is_there():
     for name, d in CASES.groupby("case"):
         rows = out[out["case"] == name].set_index("kind")["value"]
         result = gray_test(d["time"].to_numpy(), d["cause"].to_numpy(), d["group"].to_numpy())
+        if pd.isna(rows["stat"]):  # cmprsk defines no cause-1 test: no run reached it
+            assert name == "none_reach" and (result.statistic, result.p) == (0.0, 1.0)
+            continue
         assert result.statistic == pytest.approx(float(rows["stat"]), rel=1e-12)
         assert result.p == pytest.approx(float(rows["pv"]), rel=1e-9)
 

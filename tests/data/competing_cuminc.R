@@ -10,6 +10,10 @@ for (name in unique(cases$case)) {
   d <- cases[cases$case == name, ]
   fit <- cuminc(d$time, d$cause, d$group, cencode = 0)
   tests <- fit$Tests
+  if (!("1" %in% rownames(tests))) {  # no run reached it: cmprsk defines no cause-1 test
+    cat(sprintf("stat,%s,,,NA\n", name))
+    next
+  }
   cat(sprintf("stat,%s,,,%.17g\n", name, tests["1", "stat"]))
   cat(sprintf("pv,%s,,,%.17g\n", name, tests["1", "pv"]))
   cat(sprintf("df,%s,,,%d\n", name, as.integer(tests["1", "df"])))

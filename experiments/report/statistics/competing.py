@@ -305,8 +305,10 @@ def gray_test(
             a[np.diag_indices(k)] = weight * h * (1 - h / total)
             a[~live, :] = 0.0
             a[:, ~live] = 0.0
+            # a zero term adds nothing, also where the pooled incidence already reached 1
+            # (1 - F(t-) = 0: one group left at risk, a = 0): 0 here, where 0 / 0 would be NaN
             with np.errstate(divide="ignore", invalid="ignore"):
-                c += a * n1 / (total * (1 - pooled_before))
+                c += np.where(a == 0, 0.0, a * n1 / (total * (1 - pooled_before)))
             score += np.where(live, weight * (d1 - n1 * risk / risk.sum()), 0.0)[: k - 1]
             if n1:
                 for j in np.flatnonzero(live):
