@@ -19,7 +19,12 @@ __all__ = [
     "OutOption",
     "emit",
     "output_format",
+    "refuse_inputs",
 ]
+
+READ_FILES = ("preregistration.json", "multirun.yaml", "calibration.json", "calibration.md")
+"""Files at a results folder's top level that gradlab reads (a record, a sweep's or a
+calibration's record): never written over by an output."""
 
 FORMATS = ("md", "latex", "csv", "json")
 _SUFFIX_FORMAT = {".md": "md", ".tex": "latex", ".csv": "csv", ".json": "json"}
@@ -59,14 +64,44 @@ def output_format(fmt: str | None, out: Path | None) -> str:
     return fmt
 
 
-def emit(text: str, out: Path | None) -> None:
-    """``text`` to stdout, or to ``out`` and ``wrote OUT`` on stdout.
-
-    No folder is made: a mistyped ``--out`` path must not leave folders behind.
+def refuse_inputs(out: Path | None, inputs: list[Path] | tuple[Path, ...]) -> None:
+    """Refuses an output that would write over what the command reads: an input file, a file
+    gradlab reads at an input folder's top level (:data:`READ_FILES`), or anything inside one of
+    its job folders (a run's summary, metrics, curves, config). A new file at an input folder's
+    top level (``-o DIR/table.md``) is allowed.
 
     Raises:
-      ConfigError: ``out``'s folder does not exist, or ``out`` cannot be written.
+      ConfigError: one line naming the output and the input it would overwrite.
     """
+    if out is None:
+        return
+    target = out.resolve()
+    for given in inputs:
+        source = given.resolve()
+        if target == source:
+            raise ConfigError(f"--out '{out}' is the input '{given}'; choose another path")
+        if not source.is_dir() or source not in target.parents:
+            continue
+        inside = target.relative_to(source).parts
+        if len(inside) > 1 or inside[0] in READ_FILES:
+            raise ConfigError(
+                f"--out '{out}' lies inside the input '{given}' "
+                f"({'its record' if inside[0] in READ_FILES else 'a run folder'}); an output "
+                "never writes over what it reads: choose a path outside its run folders"
+            )
+
+
+def emit(text: str, out: Path | None, inputs: list[Path] | tuple[Path, ...] = ()) -> None:
+    """``text`` to stdout, or to ``out`` and ``wrote OUT`` on stdout.
+
+    No folder is made: a mistyped ``--out`` path must not leave folders behind; an output that
+    would write over an input is refused (:func:`refuse_inputs`).
+
+    Raises:
+      ConfigError: ``out``'s folder does not exist, ``out`` is or lies inside an input, or
+        ``out`` cannot be written.
+    """
+    refuse_inputs(out, inputs)
     if out is None:
         typer.echo(text.rstrip("\n"))
         return

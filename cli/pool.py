@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from cli._errors import guarded
-from cli._output import FormatOption, KeepDuplicatesOption, OutOption, emit, output_format
+from cli._output import (
+    FormatOption,
+    KeepDuplicatesOption,
+    OutOption,
+    emit,
+    output_format,
+    refuse_inputs,
+)
 from experiments.base.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -180,10 +187,11 @@ def pool(
     from experiments.report.pool.render import render_across
 
     fmt = output_format(fmt, out)
+    refuse_inputs(out, folders)  # before any work: an output never overwrites an input
     family = declared_family(folders[0]) if len(folders) == 1 else None
     if family is not None and endpoint in (None, family.pooled[0]["endpoint"]):
         text = _family(folders[0], family, primary=primary, margin=margin, fmt=fmt)
-        emit(text, out)
+        emit(text, out, folders)
         return
     endpoint = endpoint or "failed"
     margin = _registered_margin(folders, endpoint, margin)
@@ -212,4 +220,25 @@ def pool(
     )
     for note in table.notes:
         typer.echo(note, err=True)
-    emit(render_across(table, fmt=fmt), out)
+    conservative = _holm_over_strata(table)
+    if conservative:
+        typer.echo(conservative, err=True)
+    emit(render_across(table, fmt=fmt), out, folders)
+
+
+def _holm_over_strata(table) -> str | None:
+    """Where two or more strata each mark their own registered primary (``*``, m = 1, one
+    record per task with no family across them, as Study 4's), the conservative reading: Holm
+    over those strata's p, in one note naming each."""
+    from statsmodels.stats.multitest import multipletests
+
+    starred = [(c.label, cell) for c in table.strata for (label, arm), cell in table.cells.items()
+               if label == c.label and cell.confirmatory]  # fmt: skip
+    if len(starred) < 2:
+        return None
+    adjusted = multipletests([cell.p_adjusted for _, cell in starred], method="holm")[1]
+    shown = ", ".join(f"{label} {p:.2g}" for (label, _), p in zip(starred, adjusted, strict=True))
+    return (
+        f"note: {len(starred)} records each declare their own stratum's test alone (m = 1) and no "
+        f"family across them; read conservatively, Holm over the {len(starred)} strata: {shown}"
+    )

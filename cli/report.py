@@ -11,7 +11,14 @@ from typing import Annotated
 import typer
 
 from cli._errors import guarded
-from cli._output import FormatOption, KeepDuplicatesOption, OutOption, emit, output_format
+from cli._output import (
+    FormatOption,
+    KeepDuplicatesOption,
+    OutOption,
+    emit,
+    output_format,
+    refuse_inputs,
+)
 from experiments.base.errors import ConfigError
 
 __all__ = ["plot", "table"]
@@ -167,6 +174,7 @@ def table(
     from experiments.report.table.summarize import summarize
 
     fmt = output_format(fmt, out)
+    refuse_inputs(out, [results_dir])  # before any work: an output never overwrites an input
     check_choice("analysis", analysis, ANALYSES)
     check_choice("rate test", rate_test, RATE_TESTS)
     level = _number("--alpha", alpha, unit=True)
@@ -200,7 +208,7 @@ def table(
     from experiments.protocols.study.analysis import audit_note
 
     summary = dataclasses.replace(summary, audit=audit_note(results_dir))  # no *, and why
-    emit(render(summary, fmt=fmt), out)
+    emit(render(summary, fmt=fmt), out, [results_dir])
 
 
 def _with_normalised(results, results_dir: Path, shown: list[str]):
@@ -270,6 +278,8 @@ def plot(
     from experiments.report.figures.plots import plot_across, plot_all
     from experiments.report.runs.results import load_results
 
+    if out is not None:  # figures go into --out: never into a run folder of an input
+        refuse_inputs(out / "figure.png", results_dirs)
     if len(results_dirs) > 1 and out is None:
         raise ConfigError(
             f"{len(results_dirs)} folders given and no --out; the outcome figure across folders "

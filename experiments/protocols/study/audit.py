@@ -388,6 +388,34 @@ def _check_current(record: dict, config_dir: Path) -> Check:
                  + (f" ({'; '.join(notes)})" if notes else ""))  # fmt: skip
 
 
+def _check_family(design: dict) -> Check:
+    """What the record declares confirmatory, in one line; a family declared outside the record
+    (a single-task record planned as one stratum of a pooled test, as Study 4's) is said, with
+    its conservative reading, never passed in silence. Not a breach: the record is as
+    registered."""
+    family = design.get("family")
+    if family is not None:
+        parts = []
+        for c in family.get("pooled", ()):
+            margin = f", ±{c['margin']:g}" if c.get("margin") is not None else ""
+            parts.append(f"{c['arm']} vs {design.get('baseline', 'none')} on {c['endpoint']} "
+                         f"({c['test']}, alpha {c['alpha']}{margin})")  # fmt: skip
+        tasks = len(design.get("tasks", ()))
+        return Check("family", True, f"the record declares its confirmatory family: pooled over "
+                     f"{tasks} tasks, {'; '.join(parts)}; per-task tests "
+                     f"{family.get('per_task', 'exploratory')}")  # fmt: skip
+    primary = design.get("primary", {})
+    strata = (design.get("planning") or {}).get("strata")
+    one = f"{primary.get('arm')} on {primary.get('endpoint')} ({primary.get('test')}, m = 1)"
+    if strata and strata > 1:
+        return Check("family", True, f"the record declares its task's contrast alone, {one}, "
+                     f"and was planned as one of {strata} strata of a pooled test declared "
+                     f"outside any record: read from the records, {strata + 1} tests and no "
+                     f"correction across them (gradlab pool over the {strata} folders prints "
+                     "the conservative reading, Holm over the strata)")  # fmt: skip
+    return Check("family", True, f"one primary contrast, {one}")
+
+
 def audit(folder: str | Path, *, config_dir: str | Path) -> Audit:
     """Audits a study's folder (module docstring).
 
@@ -414,6 +442,7 @@ def audit(folder: str | Path, *, config_dir: str | Path) -> Audit:
         _check_code(record, runs),
         _check_job_set(study, runs),
         _check_current(record, Path(config_dir)),
+        _check_family(record["design"]),
     )
     return Audit(folder, str(record["design"]["name"]), _flow(study, runs), checks)
 
