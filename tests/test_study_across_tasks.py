@@ -98,7 +98,6 @@ def test_design_reads_tasks_family_and_normalisation(across):
         ("  per_task: exploratory", "  per_task: all", "unknown confirmatory.per_task"),
         ("cartpole: {r_ref: 480.0, r_rand: 22.057}", "cartpole: {r_ref: 20.0, r_rand: 22.057}",
          "r_ref=20.0 is not above r_rand=22.057"),
-        ("  cartpole: {r_ref: 480.0, r_rand: 22.057}\n", "", "normalisation of task 'cartpole'"),
         ("confirmatory:", "primary: {}\nconfirmatory:", "also gives 'primary'"),
         ("final_window: 3", "final_window: 0", "final_window=0"),
     ],
@@ -106,6 +105,21 @@ def test_design_reads_tasks_family_and_normalisation(across):
 def test_bad_designs_are_one_line_naming_the_field(across, old, new, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
         load_study("across_test", _edited(across, old, new))
+
+
+def test_register_refuses_a_normalised_endpoint_without_every_task_s_normalisation(
+    across, tmp_path
+):
+    conf = _edited(
+        across,
+        "normalisation:\n  catch: {r_ref: 0.95, r_rand: -0.5998}\n"
+        "  cartpole: {r_ref: 480.0, r_rand: 22.057}\n",
+        "",
+    )
+    study = load_study("across_test", conf)  # a plan may read it from the calibration
+    with pytest.raises(ConfigError, match="no normalisation for task 'catch'"):
+        register(study, config_dir=conf, results_dir=tmp_path / "r", code_root=tmp_path)
+    assert not (tmp_path / "r").exists()
 
 
 def test_no_family_is_refused(across):

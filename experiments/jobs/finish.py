@@ -10,6 +10,7 @@ a figure nor the curves file nor W&B ever fails a finished job: each prints one 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -73,7 +74,9 @@ def finish_job(
     written = store.read_metrics(job_dir / "metrics.jsonl")
     summary = summary.replace(stability=_stability(written, cfg, summary))
     # before the final summary: a kill here leaves the job to re-run
-    _write_curves(job_dir, written, summary)
+    curves = _write_curves(job_dir, written, summary)
+    if curves is not None:  # the summary bound to the curves its figures come from
+        summary = summary.replace(curves_sha256=hashlib.sha256(curves.read_bytes()).hexdigest())
     store.write_summary(job_dir, summary)
     tracker.finish(summary.to_json())
     if _warnings(tracker) != summary.warnings:  # closing the W&B run went wrong
@@ -101,16 +104,17 @@ def _stability(rows: list[dict], cfg: RunConfig, summary: Summary) -> dict:
         return {}
 
 
-def _write_curves(job_dir: Path, rows: list[dict], summary: Summary) -> None:
+def _write_curves(job_dir: Path, rows: list[dict], summary: Summary) -> Path | None:
     """The job's compact curves.csv.gz, which figures redraw from where metrics.jsonl is not kept
-    (a clone of committed findings), from the rows already read; a figure file never fails a
-    job."""
+    (a clone of committed findings), from the rows already read; its path, or None (no rows, or
+    not written: a figure file never fails a job)."""
     try:
         from experiments.jobs.curves import write_job_curves
 
-        write_job_curves(job_dir, rows, training_steps=summary.training_steps)
+        return write_job_curves(job_dir, rows, training_steps=summary.training_steps)
     except Exception as err:  # noqa: BLE001 - as _stability
         print(f"warning: curves.csv.gz not written: {err}", file=sys.stderr)
+        return None
 
 
 def _warnings(tracker: Any) -> list[str]:

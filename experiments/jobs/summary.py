@@ -97,6 +97,9 @@ class Summary:
       code: the code it ran (:class:`~experiments.jobs.identity.CodeIdentity`), or None.
       record_sha256: SHA-256 of its folder's ``preregistration.json`` when it started, or None
         (not in a study's folder, or schema < 3).
+      curves_sha256: SHA-256 of the run's ``curves.csv.gz`` as its end wrote it (every
+        evaluation, from which the audit recomputes the figures the tables use), or None
+        (running, no curves, or written before 2026-11-28).
       schema: the schema version the file was written with (module docstring).
     """
 
@@ -129,6 +132,7 @@ class Summary:
     ended_at: str | None = None
     code: CodeIdentity | None = None
     record_sha256: str | None = None
+    curves_sha256: str | None = None  # SHA-256 of its curves.csv.gz (what its figures come from)
     schema: int = SCHEMA
 
     @classmethod
@@ -230,7 +234,7 @@ class Summary:
         if not isinstance(kept.get("warnings", []), list):
             kept["warnings"] = []
         kept["code"] = CodeIdentity.from_json(kept.get("code"))
-        for key in ("config_sha256", "started_at", "ended_at", "record_sha256"):
+        for key in ("config_sha256", "started_at", "ended_at", "record_sha256", "curves_sha256"):
             if not isinstance(kept.get(key), str):
                 kept[key] = None
         return cls(**{**kept, "schema": schema})

@@ -117,6 +117,7 @@ class _Run:
     arm: str | None  # the registered arm it is, or None (outside)
     seed: int | None
     live: bool = False  # no summary yet, and a live job holds its lock: running, not crashed
+    unreadable: bool = False  # a summary.json is there but is not a summary (garbage, a folder)
 
 
 def _read_record(folder: Path) -> tuple[dict, bytes]:
@@ -199,7 +200,8 @@ def _runs(folder: Path, study) -> list[_Run]:
         if summary is None and not live and not any(job.iterdir()):
             continue  # an empty folder (a stopped launch left it): never started, so missing
         key = None if arm is None else study.arm_key(arm, task)
-        out.append(_Run(job.name, summary, key, seed, live))
+        unreadable = summary is None and (job / store.SUMMARY_FILE).exists()
+        out.append(_Run(job.name, summary, key, seed, live, unreadable))
     return out
 
 
@@ -388,6 +390,63 @@ def _check_current(record: dict, config_dir: Path) -> Check:
                  + (f" ({'; '.join(notes)})" if notes else ""))  # fmt: skip
 
 
+def _check_accounted(study, runs: list[_Run]) -> Check:
+    """Every registered job accounted for, by name: a summary that is not one (garbage, a
+    folder, an unknown status or schema) is a breach; registered jobs with no run are a breach
+    unless the study is still running (a live job), then they are said; crashed runs (failed,
+    timeout, interrupted) are listed, not hidden."""
+    mine = {(r.arm, r.seed): r for r in runs if r.arm is not None}
+    unreadable = sorted(r.folder for r in runs if r.unreadable)
+    missing, crashed = [], []
+    for stratum in study.strata:
+        for arm in study.arms:
+            key = study.arm_key(arm, stratum.task)
+            for seed in stratum.seeds:
+                run = mine.get((key, seed))
+                if run is None:
+                    missing.append(f"{key} seed {seed}")
+                elif run.summary is not None and run.summary.status not in ANALYSED + ("running",):
+                    crashed.append(f"{run.folder} ({run.summary.status}: {run.summary.error})")
+    running = any(r.live or (r.summary is not None and r.summary.status == "running")
+                  for r in runs)  # fmt: skip
+    if unreadable:
+        return Check("accounted", False, f"{len(unreadable)} run(s) whose summary.json is not a "
+                     f"summary (edited or replaced): {_listed(unreadable)}")  # fmt: skip
+    said = f"; crashed: {_listed(crashed)}" if crashed else ""
+    if missing and running:
+        return Check("accounted", True, f"in progress: {len(missing)} registered run(s) not yet "
+                     f"started or finished, e.g. {_listed(missing)}{said}")  # fmt: skip
+    if missing:
+        return Check("accounted", False, f"{len(missing)} registered run(s) missing (not running): "
+                     f"{_listed(missing)}; no contrast is confirmatory until every registered run "
+                     f"is in{said}")  # fmt: skip
+    return Check("accounted", True, f"every one of the {study.n_jobs} registered jobs has its "
+                 f"run{said}")  # fmt: skip
+
+
+def _check_figures(folder: Path, runs: list[_Run]) -> Check:
+    """Every ended run's summary agrees with its own curves (:mod:`.figures`)."""
+    from experiments.protocols.study.figures import NO_CURVES, run_mismatches
+
+    bad, unchecked, checked = [], [], 0
+    for run in runs:
+        if run.summary is None or run.summary.status == "running":
+            continue  # a crashed run is checked too: its status must agree with its curves
+        found = run_mismatches(folder / run.folder, run.summary)
+        if found == [NO_CURVES]:
+            unchecked.append(run.folder)
+        elif found:
+            bad.append(f"{run.folder}: {found[0]}")
+        else:
+            checked += 1
+    if bad:
+        return Check("figures", False, f"{len(bad)} run(s) whose summary disagrees with its own "
+                     f"curves: {_listed(bad, 2)}")  # fmt: skip
+    limit = f"; {len(unchecked)} without curves: not recomputed" if unchecked else ""
+    return Check("figures", True, f"{checked} run(s)' status, divergence and evaluation figures "
+                 f"recomputed from their own curves{limit}")  # fmt: skip
+
+
 def _check_family(design: dict) -> Check:
     """What the record declares confirmatory, in one line; a family declared outside the record
     (a single-task record planned as one stratum of a pooled test, as Study 4's) is said, with
@@ -441,6 +500,8 @@ def audit(folder: str | Path, *, config_dir: str | Path) -> Audit:
         _check_configs(folder, record, runs),
         _check_code(record, runs),
         _check_job_set(study, runs),
+        _check_accounted(study, runs),
+        _check_figures(folder, runs),
         _check_current(record, Path(config_dir)),
         _check_family(record["design"]),
     )

@@ -408,15 +408,10 @@ def _family(name: str, raw: object, *, variants: list[str], baseline: str) -> Fa
 def _normalisation(
     name: str, raw: object, tasks: tuple[TaskStratum, ...], family: Family
 ) -> dict[str, Normalisation]:
-    """``normalisation:`` of a study across tasks: ``{TASK: {r_ref, r_rand}}`` for every task
-    when an endpoint is normalised; ``r_ref`` above ``r_rand``."""
-    needed = any(p.endpoint == "normalised_return" for p in family.pooled)
-    if raw is None:
-        if needed:
-            raise ConfigError(
-                f"study {name!r} declares normalised_return but no normalisation; expected "
-                "normalisation: {TASK: {r_ref: R, r_rand: R}} for every task"
-            )
+    """``normalisation:`` of a study across tasks: ``{TASK: {r_ref, r_rand}}`` for every task,
+    ``r_ref`` above ``r_rand``; none before calibration (``gradlab study plan`` then reads it from
+    the calibration runs, and ``study register`` refuses a normalised endpoint without it)."""
+    if raw is None:  # a plan reads it from the calibration; registration requires it
         return {}
     if not isinstance(raw, dict):
         raise ConfigError(f"normalisation={raw!r} of study {name!r}; expected a mapping by task")

@@ -211,6 +211,22 @@ def check_fresh_seeds(study: Study, results_dir: str | Path) -> None:
             )
 
 
+def check_normalisation(study: Study) -> None:
+    """Refuses to register a normalised endpoint without every task's R_ref and R_rand (they are
+    declared before the runs, from the calibration: ``gradlab study plan --calibration``)."""
+    if not study.across_tasks or all(
+        p.endpoint not in VALUE_ENDPOINTS for p in study.family.pooled
+    ):
+        return
+    missing = [s.task for s in study.strata if s.task not in study.normalisation]
+    if missing:
+        raise ConfigError(
+            f"study {study.name!r} declares normalised_return but no normalisation for task "
+            f"{missing[0]!r}; expected normalisation: {{TASK: {{r_ref: R, r_rand: R}}}} for every "
+            "task, from its calibration (gradlab study plan --calibration DIR)"
+        )
+
+
 def read_record(study: Study, results_dir: str | Path) -> dict | None:
     path = record_path(study, results_dir)
     if not path.is_file():
@@ -278,6 +294,7 @@ def register(
             float(rates[0]), float(rates[1]), len(study.seeds), alpha=study.primary.alpha
         )
     check_fresh_seeds(study, results_dir)
+    check_normalisation(study)
     files = _files(study, config_dir)
     configs = arm_configs(study, config_dir)
     check_faithful(study, configs)

@@ -1,0 +1,105 @@
+"""A summary is bound to its run: an edited figure, rewritten curves, a deleted or garbage run is
+an audit breach (issue 49's probes), on a copy of a committed study; the committed studies
+recompute cleanly."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from experiments.jobs import store
+from experiments.launch.hydra_app import CONF_DIR
+from experiments.protocols.study.audit import audit
+from experiments.protocols.study.figures import run_mismatches
+
+FINDINGS = Path(__file__).resolve().parents[1] / "results" / "findings"
+STUDY = FINDINGS / "study_catch_stress"
+
+pytestmark = pytest.mark.skipif(not STUDY.is_dir(), reason="no committed study here")
+
+
+@pytest.fixture
+def copy(tmp_path) -> Path:
+    target = tmp_path / STUDY.name
+    shutil.copytree(STUDY, target, ignore=shutil.ignore_patterns("figures"))
+    return target
+
+
+def _breaches(folder: Path) -> dict[str, str]:
+    return {c.name: c.line for c in audit(folder, config_dir=CONF_DIR).breaches}
+
+
+def _first(folder: Path, status: str) -> Path:
+    jobs = (p for p in sorted(folder.iterdir()) if p.is_dir())
+    return next(p for p in jobs if (store.read_summary(p) or store.Summary("failed")).status
+                == status)  # fmt: skip
+
+
+def _edit(job: Path, edit) -> None:
+    data = json.loads((job / "summary.json").read_text())
+    edit(data)
+    (job / "summary.json").write_text(json.dumps(data))
+
+
+def test_the_copy_passes(copy):
+    assert _breaches(copy) == {}
+
+
+@pytest.mark.parametrize(
+    ("status", "edit", "found"),
+    [
+        ("diverged", lambda d: d["stability"].update(unstable=0), "unstable=0 is not diverged"),
+        ("diverged", lambda d: d.update(status="completed"), "status completed but"),
+        ("diverged", lambda d: d.update(status="failed"), "status failed but"),
+        ("completed", lambda d: d["stability"].update(final_return=0.99), "final_return"),
+        ("completed", lambda d: d["stability"].update(reached_threshold=1 - d["stability"][
+            "reached_threshold"]), "reached_threshold"),
+    ],
+)  # fmt: skip
+def test_an_edited_summary_is_a_breach(copy, status, edit, found):
+    job = _first(copy, status)
+    _edit(job, edit)
+    breaches = _breaches(copy)
+    assert any(found in line for line in breaches.values()), breaches
+
+
+def test_rewritten_curves_are_a_breach(copy):
+    job = _first(copy, "completed")
+    path = job / "curves.csv.gz"
+    text = gzip.decompress(path.read_bytes()).decode()
+    head, *rows = text.splitlines()
+    cols = head.split(",")
+    at = cols.index("eval/return")
+    rows = [",".join("999" if i == at and v else v for i, v in enumerate(r.split(",")))
+            for r in rows]  # fmt: skip
+    path.write_bytes(gzip.compress("\n".join([head, *rows]).encode() + b"\n"))
+    assert "figures differ from its curves" in _breaches(copy).get("figures", "")
+
+
+def test_a_deleted_or_garbage_run_is_a_breach(copy):
+    jobs = sorted(p for p in copy.iterdir() if p.is_dir())
+    shutil.rmtree(jobs[0])
+    line = _breaches(copy)["accounted"]
+    assert "1 registered run(s) missing" in line and "seed" in line
+    (jobs[1] / "summary.json").write_text('{"schema": 99, "status": "completed"}')
+    assert "not a summary" in _breaches(copy)["accounted"]
+
+
+def test_a_new_run_binds_its_curves_by_hash(tmp_path):
+    # a finished job's summary carries its curves' SHA-256 (jobs.finish), which the check uses
+    job = _first(STUDY, "completed")
+    target = tmp_path / job.name
+    shutil.copytree(job, target)
+    import hashlib
+
+    digest = hashlib.sha256((target / "curves.csv.gz").read_bytes()).hexdigest()
+    _edit(target, lambda d: d.update(curves_sha256=digest))
+    assert run_mismatches(target, store.read_summary(target)) == []
+    _edit(target, lambda d: d.update(curves_sha256="0" * 64))
+    assert run_mismatches(target, store.read_summary(target)) == [
+        "curves.csv.gz does not hash as its summary binds it"
+    ]
