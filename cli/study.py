@@ -321,11 +321,19 @@ def register(
     results_dir: Annotated[Path, _RESULTS] = Path("results"),
 ) -> None:
     """Write the study's pre-registration record before any of its runs (never overwritten)."""
+    from experiments.jobs.identity import file_sha256
     from experiments.protocols.study.record import register as write
 
+    if results_dir.exists() and not results_dir.is_dir():
+        raise ConfigError(f"--results-dir '{results_dir}' is a file, not a folder")
     study, conf = _load(name)
     path = write(study, config_dir=conf, results_dir=results_dir)
+    digest = file_sha256(path.read_bytes())
     typer.echo(f"registered {name}: {path}")
+    typer.echo(
+        f"record sha256 {digest}: publish it; gradlab study audit {path.parent} "
+        f"--expect-sha256 {digest} checks a copy against it"
+    )
 
 
 @app.command("audit")
@@ -339,6 +347,14 @@ def audit(
         ),
     ],
     results_dir: Annotated[Path, _RESULTS] = Path("results"),
+    expect_sha256: Annotated[
+        str | None,
+        typer.Option(
+            "--expect-sha256",
+            help="The record's SHA-256 as published (gradlab study register prints it): a "
+            "record rewritten outside git is a breach.",
+        ),
+    ] = None,
 ) -> None:
     """Is a study's folder exactly what was registered? A CONSORT-style flow per arm
     (registered -> started -> completed / diverged / crashed / missing -> analysed), then one
@@ -361,7 +377,7 @@ def audit(
     if not folder.is_dir():
         study, _ = _load(target)
         folder = study_folder(study, results_dir)
-    result = run_audit(folder, config_dir=CONF_DIR)
+    result = run_audit(folder, config_dir=CONF_DIR, expect_sha256=expect_sha256)
     for line in result.lines():
         typer.echo(line)
     if result.breaches:

@@ -59,7 +59,7 @@ def output_of(command: str, root: str | Path) -> str:
         os.chdir(cwd)
     if result.exit_code != 0:
         raise RuntimeError(f"{command!r} exited {result.exit_code}: {result.output.strip()}")
-    return result.output.rstrip("\n") + "\n"
+    return result.stdout.rstrip("\n") + "\n"  # the table; notes go to stderr
 
 
 def refresh(root: str | Path) -> list[Path]:

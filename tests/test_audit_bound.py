@@ -103,3 +103,38 @@ def test_a_new_run_binds_its_curves_by_hash(tmp_path):
     assert run_mismatches(target, store.read_summary(target)) == [
         "curves.csv.gz does not hash as its summary binds it"
     ]
+
+
+def test_a_record_rewritten_outside_git_fails_against_its_published_hash(copy):
+    from experiments.jobs.identity import file_sha256
+
+    published = file_sha256((copy / "preregistration.json").read_bytes())
+    ok = audit(copy, config_dir=CONF_DIR, expect_sha256=published)
+    assert not ok.breaches
+    assert "anchor" in {c.name for c in ok.checks}
+    unanchored = next(c for c in audit(copy, config_dir=CONF_DIR).checks if c.name == "anchor")
+    assert unanchored.ok and unanchored.line.startswith("unanchored: outside git")
+    record = json.loads((copy / "preregistration.json").read_text())
+    record["registered_at"] = "2026-11-01T00:00:00Z"
+    (copy / "preregistration.json").write_text(json.dumps(record))
+    breaches = _breaches_against(copy, published)
+    assert "not the published" in breaches["anchor"]
+
+
+def _breaches_against(folder: Path, published: str) -> dict[str, str]:
+    result = audit(folder, config_dir=CONF_DIR, expect_sha256=published)
+    return {c.name: c.line for c in result.breaches}
+
+
+def test_a_pinned_study_run_without_its_identity_is_a_breach(tmp_path):
+    source = FINDINGS / "study_faithful_catch"
+    copy = tmp_path / source.name
+    shutil.copytree(source, copy, ignore=shutil.ignore_patterns("figures"))
+    assert _breaches(copy) == {}
+    job = next(p for p in sorted(copy.iterdir()) if p.is_dir())
+    _edit(job, lambda d: d.update(schema=2, started_at=None, code=None))
+    assert "no schema 3, started_at, code" in _breaches(copy)["identity"]
+    code = {"commit": "x", "dirty": False, "tree_sha256": "y"}
+    times = {"started_at": "2026-11-27T05:00:00Z", "ended_at": "2026-11-27T04:00:00Z"}
+    _edit(job, lambda d: d.update(schema=3, code=code, **times))
+    assert "ended before it started" in _breaches(copy)["identity"]

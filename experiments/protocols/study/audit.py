@@ -245,8 +245,14 @@ def _check_record_hash(runs: list[_Run], digest: str) -> Check:
     have = [r for r in runs if r.summary is not None and r.summary.record_sha256 is not None]
     bad = [r.folder for r in have if r.summary.record_sha256 != digest]
     if bad:
-        return Check("record hash", False, f"{len(bad)} run(s) started under another record: "
-                     f"{_listed(bad)}")  # fmt: skip
+        carried = Counter(r.summary.record_sha256 for r in have)
+        moved = (
+            f"the record moved: every run carries {next(iter(carried))[:12]}..., the record "
+            f"hashes {digest[:12]}..."
+            if len(carried) == 1
+            else f"runs moved: {len(bad)} of {len(have)} carry another hash than the record's"
+        )
+        return Check("record hash", False, f"{moved} ({_listed(bad)})")
     old = len([r for r in runs if r.summary is not None]) - len(have)
     limit = f"; {old} run(s) predate run identities: no record hash to compare" if old else ""
     return Check("record hash", True, f"{len(have)} run(s) carry the record's hash{limit}")
@@ -390,6 +396,36 @@ def _check_current(record: dict, config_dir: Path) -> Check:
                  + (f" ({'; '.join(notes)})" if notes else ""))  # fmt: skip
 
 
+def _check_identity(record: dict, runs: list[_Run]) -> Check:
+    """In a folder whose record pins code, every ended run carries its full identity (schema 3:
+    start and end times, code, config and record hashes), well formed: an end not before its
+    start, no time in the future. A run rewritten as an older schema, or with a field removed or
+    nulled, is a breach, not a run that "predates identities"."""
+    if not (record.get("code") or {}).get("tree_sha256"):
+        return Check("identity", True, "the record pins no code: run identities not required")
+    now = dt.datetime.now(dt.UTC)
+    bad = []
+    for run in runs:
+        s = run.summary
+        if s is None or s.status == "running":
+            continue
+        start, end = parse_utc(s.started_at), parse_utc(s.ended_at)
+        missing = [name for name, value in (
+            ("schema 3", s.schema >= 3 or None), ("started_at", start), ("ended_at", end),
+            ("code", s.code), ("config_sha256", s.config_sha256),
+            ("record_sha256", s.record_sha256)) if value is None]  # fmt: skip
+        if missing:
+            bad.append(f"{run.folder} (no {', '.join(missing)})")
+        elif end < start:
+            bad.append(f"{run.folder} (ended before it started)")
+        elif end > now or start > now:
+            bad.append(f"{run.folder} (a time in the future)")
+    if bad:
+        return Check("identity", False, f"{len(bad)} run(s) without a well-formed identity under "
+                     f"a record that pins code: {_listed(bad, 2)}")  # fmt: skip
+    return Check("identity", True, "every ended run carries its full identity, its times in order")
+
+
 def _check_accounted(study, runs: list[_Run]) -> Check:
     """Every registered job accounted for, by name: a summary that is not one (garbage, a
     folder, an unknown status or schema) is a breach; registered jobs with no run are a breach
@@ -475,12 +511,33 @@ def _check_family(design: dict) -> Check:
     return Check("family", True, f"one primary contrast, {one}")
 
 
-def audit(folder: str | Path, *, config_dir: str | Path) -> Audit:
+def _check_anchor(folder: Path, digest: str, expected: str | None) -> Check:
+    """The record against a hash published outside the folder (``--expect-sha256``); without
+    one, whether anything outside the folder vouches for it (git history), said plainly."""
+    if expected is not None:
+        if expected.strip().lower() != digest:
+            return Check(
+                "anchor",
+                False,
+                f"the record hashes {digest}, not the published "
+                f"{expected.strip().lower()}: it is not the record that was published",
+            )
+        return Check("anchor", True, f"the record hashes as published ({digest[:12]}...)")
+    if _git(folder, "rev-parse", "--is-inside-work-tree") != "true":
+        return Check("anchor", True, f"unanchored: outside git nothing outside this folder vouches "
+                     f"for the record (sha256 {digest}); pass --expect-sha256 with the hash its "
+                     "authors published")  # fmt: skip
+    return Check("anchor", True, f"anchored by git history (sha256 {digest[:12]}...; "
+                 "--expect-sha256 checks a published hash)")  # fmt: skip
+
+
+def audit(folder: str | Path, *, config_dir: str | Path, expect_sha256: str | None = None) -> Audit:
     """Audits a study's folder (module docstring).
 
     Args:
       folder: the study's results folder (holding ``preregistration.json``).
       config_dir: the config folder the pinned files are compared with.
+      expect_sha256: the record's SHA-256 as its authors published it (checked), or None.
 
     Raises:
       ConfigError: no record, or a record that is not JSON with a design.
@@ -494,12 +551,14 @@ def audit(folder: str | Path, *, config_dir: str | Path) -> Audit:
     timing, first = _check_timing(runs, parse_utc(record.get("registered_at")))
     checks = (
         checked,
+        _check_anchor(folder, file_sha256(raw), expect_sha256),
         _check_record_hash(runs, file_sha256(raw)),
         timing,
         _check_git(folder, first),
         _check_configs(folder, record, runs),
         _check_code(record, runs),
         _check_job_set(study, runs),
+        _check_identity(record, runs),
         _check_accounted(study, runs),
         _check_figures(folder, runs),
         _check_current(record, Path(config_dir)),
