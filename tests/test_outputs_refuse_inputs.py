@@ -67,3 +67,21 @@ def test_a_new_file_at_an_input_s_top_level_is_written(copy):
     result = CliRunner().invoke(app, ["table", str(copy), "-m", "failed_v1", "-o", str(out)])
     assert result.exit_code == 0, result.output
     assert out.read_text().startswith("| variant")
+
+
+def test_a_single_run_into_a_registered_study_folder_is_refused(copy):
+    before = _snapshot(copy)
+    result = CliRunner().invoke(app, ["run", "variant=maxnorm", "seed=9",
+                                      f"hydra.run.dir={copy}/x", "logger=none"])  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert "lies inside the registered study folder" in result.output
+    assert _snapshot(copy) == before and not (copy / "x").exists()
+
+
+def test_python_m_cli_is_the_command_line():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "cli", "--help"], capture_output=True,
+                          text=True, check=False, timeout=120)  # fmt: skip
+    assert done.returncode == 0 and "Usage: gradlab" in done.stdout

@@ -247,6 +247,29 @@ def _check_writable(path: Path) -> None:
         )
 
 
+def _hydra_dir(overrides: Sequence[str], key: str) -> Path | None:
+    """The folder a ``hydra.run.dir=`` (one run) or ``hydra.sweep.dir=`` (a sweep) override
+    names, where the job really writes; None when not given."""
+    for item in overrides:
+        name, _, value = item.partition("=")
+        if name.lstrip("+~") == key and value:
+            return Path(value)
+    return None
+
+
+def _refuse_study_folder(job_dir: Path, ablation: str | None) -> None:
+    """A job outside a study's own sweep never writes into a registered study's folder: a single
+    run (or another ablation) whose folder lies inside one is refused; the study's runs come
+    from ``gradlab study run`` (its sweep, checked against the record)."""
+    for folder in job_dir.resolve().parents:
+        record = folder / "preregistration.json"
+        if record.is_file() and (ablation is None or folder.name != ablation):
+            raise ConfigError(
+                f"'{job_dir}' lies inside the registered study folder '{folder}'; its runs come "
+                "from gradlab study run only: choose another folder"
+            )
+
+
 def _check_results(jobs: list[PlannedJob], *, ablation: str | None, writable: bool) -> None:
     """The folders of the jobs that would run must be writable (when ``writable``), and every
     job folder must hold a job of this ablation (a copied or renamed folder of another ablation
@@ -347,6 +370,10 @@ def plan(
             )
         seen[name] = list(job_overrides)
         job_dir = store.ablation_dir(run.runtime.results_dir, ablation) / name
+        given = _hydra_dir(hyd, "hydra.sweep.dir" if multirun else "hydra.run.dir")
+        if given is not None:
+            job_dir = given / name if multirun else given
+        _refuse_study_folder(job_dir, ablation)
         go, reason = store.should_run(job_dir, force=force)
         group = run.runtime.seed_group if getattr(run.muzero, "seed_axis", False) else None
         planned.append(

@@ -1,0 +1,5 @@
+"""``python -m cli``: the ``gradlab`` command line, as the console script runs it."""
+
+from cli.main import app
+
+app(prog_name="gradlab")
