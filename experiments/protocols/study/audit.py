@@ -441,6 +441,8 @@ def _check_accounted(study, runs: list[_Run]) -> Check:
                 run = mine.get((key, seed))
                 if run is None:
                     missing.append(f"{key} seed {seed}")
+                elif run.summary is None and not run.unreadable and not run.live:
+                    missing.append(f"{run.folder} (no summary.json)")
                 elif run.summary is not None and run.summary.status not in ANALYSED + ("running",):
                     crashed.append(f"{run.folder} ({run.summary.status}: {run.summary.error})")
     running = any(r.live or (r.summary is not None and r.summary.status == "running")
