@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -228,7 +229,7 @@ def _summaries(folder: Path, variant: str, unstable: list[int], **fields) -> Non
         job.mkdir(parents=True)
         summary = {
             **fields,
-            "status": "completed",
+            "status": "diverged" if u else "completed",
             "job": job.name,
             "ablation": "study_catch_stress",
             "overrides": {
@@ -257,12 +258,28 @@ def _summaries(folder: Path, variant: str, unstable: list[int], **fields) -> Non
 def test_the_table_of_a_study_folder_tests_its_primary_contrast_alone(conf, tmp_path):
     results = tmp_path / "results"
     _edit(conf, "endpoint: failed", "endpoint: unstable")  # a rate whose definition is fixed
+    # three arms of six seeds, every registered run written: a complete study, whose audit passes
+    _edit(conf, "seeds: [1000, 1070]", "seeds: [1000, 1006]")
+    for arm in ("stop_gradient}", "clipnorm, overrides", "global_clipnorm, overrides"):
+        path = conf / "study" / "catch_stress.yaml"
+        lines = path.read_text().splitlines()
+        path.write_text("\n".join(x for x in lines if f"variant: {arm}" not in x) + "\n")
     study = load_study("catch_stress", conf)
+    assert [a.variant for a in study.arms] == ["none", "scale_gradient", "maxnorm"]
     folder = register(study, config_dir=conf, results_dir=results).parent
+    record = json.loads((folder / RECORD).read_text())
+    identity = {  # the record pins code: each run carries its identity (study audit checks it)
+        "schema": 3,
+        "started_at": record["registered_at"],
+        "ended_at": record["registered_at"],
+        "code": record["code"],
+        "config_sha256": "unchecked here",
+        "record_sha256": hashlib.sha256((folder / RECORD).read_bytes()).hexdigest(),
+    }
     # unstable: none 6/6, scale_gradient 0/6, maxnorm 0/6.
-    _summaries(folder, "none", [1] * 6)
-    _summaries(folder, "scale_gradient", [0] * 6)
-    _summaries(folder, "maxnorm", [0] * 6)
+    _summaries(folder, "none", [1] * 6, **identity)
+    _summaries(folder, "scale_gradient", [0] * 6, **identity)
+    _summaries(folder, "maxnorm", [0] * 6, **identity)
     runner = CliRunner()
     declared = runner.invoke(app, ["table", str(folder), "-m", "unstable", "-f", "json"])
     assert declared.exit_code == 0, declared.output
@@ -288,7 +305,7 @@ def test_the_table_of_a_study_folder_tests_its_primary_contrast_alone(conf, tmp_
     path.write_text(json.dumps(record))
     edited = runner.invoke(app, ["table", str(folder), "-m", "unstable"])
     assert edited.exit_code == 0 and not marked.search(edited.stdout), edited.output
-    assert "study catch_stress's audit fails (record): no contrast is confirmatory" in (
+    assert "study catch_stress's audit fails (record, record hash): no contrast is" in (
         edited.stderr
     )
 
