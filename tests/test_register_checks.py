@@ -122,16 +122,17 @@ def test_plan_gives_the_pooled_runs_where_one_stratum_would_need_more_than_400()
     assert f"{equivalence_power(0.5, 0.5, 8 * 47, margin=0.1):.3f}" == "0.742"
 
 
-def test_a_margin_study_records_its_equivalence_power(tmp_path):
+def test_a_margin_study_records_its_equivalence_power(conf, tmp_path):
     """Study 4's design: the record's planned power is the pooled TOST's (47 runs per arm in
     each of 4 strata, summed), the figure gradlab study plan prints."""
     from experiments.protocols.study.power import equivalence_power
 
-    results = tmp_path / "results"
-    study = load_study("faithful_catch", CONF_DIR)
+    results = tmp_path / "results"  # a copy of conf/ beside it: the repository's runs (which
+    # used these seeds) are not its results folder's
+    study = load_study("faithful_catch", conf)
     assert study.faithful and study.primary.margin == 0.1 and study.primary.margin_reason
     assert len(study.seeds) == 47 and study.planning.strata == 4
-    path = register(study, config_dir=CONF_DIR, results_dir=results, code_root=tmp_path)
+    path = register(study, config_dir=conf, results_dir=results, code_root=tmp_path)
     record = json.loads(path.read_text())
     assert record["planned_power"] == pytest.approx(equivalence_power(0.12, 0.12, 188, margin=0.1))
     assert record["planned_power"] >= 0.8
@@ -143,3 +144,19 @@ def test_plan_refuses_a_bad_margin_before_printing_anything():
     assert out.output.strip() == (
         "error: --margin 2.0; expected a risk difference in (0, 1), e.g. 0.2"
     )
+
+
+def test_seeds_are_fresh_against_the_repository_s_runs_whatever_folder_is_given(tmp_path):
+    # issue 49: registering Study 1's design into another folder passed, though its seeds were
+    # used by the committed runs under results/
+    from experiments.launch.hydra_app import CONF_DIR
+    from experiments.protocols.study.design import load_study
+    from experiments.protocols.study.record import register
+
+    findings = Path(CONF_DIR).parent / "results" / "findings" / "study_catch_stress"
+    if not findings.is_dir():
+        pytest.skip("no committed runs here")
+    with pytest.raises(ConfigError, match="seed 1000 of study 'catch_stress' was used by the run"):
+        register(load_study("catch_stress", CONF_DIR), config_dir=CONF_DIR,
+                 results_dir=tmp_path / "elsewhere", code_root=tmp_path)  # fmt: skip
+    assert not (tmp_path / "elsewhere").exists()

@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import signal
 import time
 from pathlib import Path
@@ -352,10 +353,14 @@ def _registered(tmp_path: Path):
     call (the process it ran in, its overrides) and runs nothing: the edge of the sweep service,
     so everything above it (the study's arms, the service's plan, counts and stop) is real."""
     results = tmp_path / "results"
-    study = load_study("catch_stress", CONF_DIR)
+    # registered from a copy of conf/ (the same files, so the same record) beside the results
+    # folder: the repository's own runs used Study 1's seeds, and register refuses seen seeds
+    conf = tmp_path / "conf"
+    shutil.copytree(CONF_DIR, conf, ignore=shutil.ignore_patterns("__pycache__"))
+    study = load_study("catch_stress", conf)
     # code_root: a folder outside git (this working tree may be mid-edit; the record's code
     # identity is not what these tests are about)
-    register(study, config_dir=CONF_DIR, results_dir=results, code_root=tmp_path)
+    register(study, config_dir=conf, results_dir=results, code_root=tmp_path)
     return study, results
 
 

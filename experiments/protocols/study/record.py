@@ -294,6 +294,9 @@ def register(
             float(rates[0]), float(rates[1]), len(study.seeds), alpha=study.primary.alpha
         )
     check_fresh_seeds(study, results_dir)
+    home = Path(config_dir).parent / "results"  # the repository's own runs, whatever folder
+    if home.is_dir() and home.resolve() != Path(results_dir).resolve():
+        check_fresh_seeds(study, home)
     check_normalisation(study)
     files = _files(study, config_dir)
     configs = arm_configs(study, config_dir)
