@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import struct
 import time
+from pathlib import Path
 
 import pytest
 
@@ -166,3 +168,51 @@ def test_init_failure_continues_without_wandb(tmp_path, monkeypatch, capsys, mod
     tracker.finish({"status": "completed"})
     err = capsys.readouterr().err
     assert err.count("warning: W&B") == 1 and "init exploded" in err
+
+
+def _summary_items(run_file, timeout_s=30.0) -> dict:
+    """The summary items (key -> decoded JSON value) of a finished run's file, read with the
+    record reader above (waiting for its exit record, as _history_steps)."""
+    from wandb.proto import wandb_internal_pb2
+
+    deadline = time.monotonic() + timeout_s
+    while ("exit", 0) not in _records(run_file) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    data, out = run_file.read_bytes(), {}
+    block, pos, pieces = 32768, 7, []
+    while pos + 7 <= len(data):
+        left = block - pos % block
+        _, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
+        if left < 7 or (kind == 0 and length == 0):
+            pos += left
+            continue
+        pieces.append(data[pos + 7 : pos + 7 + length])
+        pos += 7 + length
+        if kind in (1, 4):
+            record = wandb_internal_pb2.Record.FromString(b"".join(pieces))
+            pieces = []
+            if record.WhichOneof("record_type") == "summary":
+                for item in record.summary.update:
+                    out[item.key or "/".join(item.nested_key)] = json.loads(item.value_json)
+    return out
+
+
+def test_a_finished_run_s_w_and_b_summary_carries_its_outcome(tmp_path, monkeypatch):
+    # a Space Invaders run of Study 4 that reached its threshold (8.1248) at step 8500, then
+    # ended below it: lost, not diverged; its summary as the job wrote it
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    findings = Path(__file__).resolve().parents[1] / "results" / "findings"
+    job = findings / "study_faithful_space_invaders"
+    source = job / "regime=tuned__task=space_invaders__variant=none__seed=4311" / "summary.json"
+    if not source.is_file():
+        pytest.skip("no committed runs here")
+    summary = json.loads(source.read_text())
+    tracker = _tracker(tmp_path)
+    tracker.log({"step": 1, "loss/total": 1.0}, step=1)
+    tracker.finish(summary)
+    (run_file,) = tmp_path.glob("wandb/offline-run-*/run-*.wandb")
+    items = _summary_items(run_file)
+    assert items["outcome/class"] == "lost" and items["outcome/diverged"] == "no"
+    assert items["outcome/threshold"] == pytest.approx(8.1248)
+    assert items["outcome/reached_step"] == summary["stability"]["steps_to_threshold"] == 8500
+    assert "2 x the random policy" in items["outcome/threshold_source"]

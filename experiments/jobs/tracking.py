@@ -234,6 +234,7 @@ class WandbTracker:
             for key, value in (summary.get("stability") or {}).items():
                 if isinstance(value, int | float) and not isinstance(value, bool):
                     flat[f"stability/{key}"] = value if math.isfinite(value) else str(value)
+            flat.update(outcome_fields(summary))
             self._run.summary.update(flat)
         except Exception as err:  # noqa: BLE001
             self._warn_once(f"summary update failed ({_one_line(err)})")
@@ -245,6 +246,51 @@ class WandbTracker:
             run.finish(exit_code=exit_code)
         except Exception as err:  # noqa: BLE001
             self._warn_once(f"finish failed ({_one_line(err)})")
+
+
+def outcome_fields(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """What a finished run was, as the tables count it, for its W&B summary (so runs can be
+    grouped and filtered there by what the tables count): ``outcome/class`` (held, lost,
+    diverged before or after learning, never learned; :mod:`experiments.verdicts.outcome`),
+    ``outcome/threshold`` and ``outcome/threshold_source`` (the task registry's rule),
+    ``outcome/reached_step`` (its first evaluation at or above the threshold before diverging)
+    and ``outcome/diverged`` (``no``, ``before_learning``, ``after_learning``). Empty for a run
+    without a threshold or without the figures a class needs."""
+    from experiments.verdicts.outcome import learned_step, run_outcome
+
+    st = summary.get("stability") or {}
+    threshold = summary.get("threshold")
+    if not isinstance(threshold, int | float) or isinstance(threshold, bool):
+        return {}
+    figures = {k: st.get(k) for k in ("steps_to_threshold", "diverged", "diverged_step")}
+    outcome = run_outcome(threshold=float(threshold), final_return=st.get("final_return"),
+                          **figures)  # fmt: skip
+    if outcome is None:
+        return {}
+    reached = learned_step(**figures)
+    diverged = "no"
+    if st.get("diverged") == 1:
+        diverged = "after_learning" if outcome == "diverged_after_learning" else "before_learning"
+    out: dict[str, Any] = {"outcome/class": outcome, "outcome/threshold": float(threshold),
+                           "outcome/diverged": diverged}  # fmt: skip
+    source = _threshold_source(summary)
+    if source:
+        out["outcome/threshold_source"] = source
+    if reached is not None:
+        out["outcome/reached_step"] = int(reached)
+    return out
+
+
+def _threshold_source(summary: Mapping[str, Any]) -> str | None:
+    """The task registry's source of the run's threshold (its game for MinAtar), or None."""
+    from experiments.base.errors import ConfigError
+    from experiments.tasks.registry import task_facts
+
+    name = (summary.get("overrides") or {}).get("task") or summary.get("task")
+    try:
+        return task_facts(str(name)).threshold_source
+    except ConfigError:
+        return None
 
 
 def _one_line(err: BaseException) -> str:
