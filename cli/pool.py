@@ -73,38 +73,14 @@ def _registered_margin(folders: Sequence[Path], endpoint: str, margin: float | N
     return margin
 
 
-def _family(folder: Path, family, *, primary: str | None, margin: float | None, fmt: str):
-    """The registered confirmatory family of a study across tasks' folder, tabled."""
-    from experiments.protocols.study.analysis import audit_note
-    from experiments.report.pool.family import FamilySpec, family_table, render_family
-    from experiments.report.runs.normalised import add_normalised
-    from experiments.report.runs.results import load_results
+def _family(folder: Path, *, primary: str | None, margin: float | None, fmt: str) -> str:
+    """The registered confirmatory family of a study across tasks' folder, rendered."""
+    from experiments.report.pool.family import render_family
+    from gradlab._api import family_table_of
 
-    contrast = family.pooled[0]
-    registered = contrast.get("margin")
-    if margin is not None and margin != registered:
-        raise ConfigError(
-            f"--margin {margin:g} disagrees with study {family.study}'s registered margin "
-            f"{registered}; leave --margin out to apply the registered one"
-        )
-    if primary is not None and primary != contrast["arm"]:
-        raise ConfigError(
-            f"--primary {primary} is not study {family.study}'s registered arm "
-            f"({contrast['arm']}); its family is read from its record"
-        )
-    note = audit_note(folder)
-    if note:
-        typer.echo(f"note: {note}", err=True)
-    runs = load_results(folder).runs
-    if contrast["endpoint"] == "normalised_return":
-        runs = add_normalised(runs, family.normalisation)
-    spec = FamilySpec(
-        study=family.study, arm=str(contrast["arm"]), baseline=family.baseline,
-        endpoint=str(contrast["endpoint"]), alpha=float(contrast["alpha"]), margin=registered,
-        per_task=family.per_task, confirmatory=note is None, why_not=note,
-        normalisation=family.normalisation,
-    )  # fmt: skip
-    return render_family(family_table(runs, spec, family.tasks), fmt=fmt)
+    table = family_table_of(folder, primary=primary, margin=margin,
+                            note=lambda line: typer.echo(line, err=True))  # fmt: skip
+    return render_family(table, fmt=fmt)
 
 
 @guarded
@@ -190,7 +166,7 @@ def pool(
     refuse_inputs(out, folders)  # before any work: an output never overwrites an input
     family = declared_family(folders[0]) if len(folders) == 1 else None
     if family is not None and endpoint in (None, family.pooled[0]["endpoint"]):
-        text = _family(folders[0], family, primary=primary, margin=margin, fmt=fmt)
+        text = _family(folders[0], primary=primary, margin=margin, fmt=fmt)
         emit(text, out, folders)
         return
     endpoint = endpoint or "failed"

@@ -4,7 +4,6 @@ pandas, matplotlib and scipy are imported inside the commands (``gradlab --help`
 TensorFlow is never imported. Bad input raises ConfigError: one line on stderr, exit code 2.
 """
 
-import dataclasses
 from pathlib import Path
 from typing import Annotated
 
@@ -44,34 +43,6 @@ def _number(option: str, text: str | None, *, unit: bool = False) -> float | Non
         expected = "a number in (0, 1), e.g. 0.05" if unit else "a finite number, e.g. -0.6"
         raise ConfigError(f"{option} {text!r} is not valid; expected {expected}")
     return value
-
-
-def _declared(
-    results_dir: Path,
-    metrics: list[str],
-    *,
-    analysis: str,
-    rate_test: str,
-    alpha: float,
-    baseline: str | None,
-) -> tuple[list | None, object]:
-    """A study's folder: its registered primary contrast, confirmatory when the table shows its
-    endpoint with the registered analysis and baseline; otherwise (a sensitivity analysis)
-    nothing is, and one note says so on stderr. Also the declaration when confirmatory (its
-    margin, if any, gives the primary endpoint's equivalence test)."""
-    from experiments.protocols.study.analysis import registered_contrast
-
-    confirmatory, declared, note = registered_contrast(
-        results_dir,
-        metrics,
-        analysis=analysis,
-        rate_test=rate_test,
-        alpha=alpha,
-        baseline=baseline,
-    )
-    if note:
-        typer.echo(note, err=True)
-    return confirmatory, declared
 
 
 @guarded
@@ -166,74 +137,25 @@ def table(
 
       gradlab table results/hidden_scale --margin failed=0.2 --margin final_return=0.1
     """
-    from experiments.report.runs.results import load_results
-    from experiments.report.statistics.contrasts import ANALYSES, RATE_TESTS, check_choice
-    from experiments.report.statistics.equivalence import Margin, parse_margins
-    from experiments.report.table.metrics import DEFAULT_METRICS, METRICS
     from experiments.report.table.render import render
-    from experiments.report.table.summarize import summarize
+    from gradlab._api import table as build
 
     fmt = output_format(fmt, out)
     refuse_inputs(out, [results_dir])  # before any work: an output never overwrites an input
-    check_choice("analysis", analysis, ANALYSES)
-    check_choice("rate test", rate_test, RATE_TESTS)
-    level = _number("--alpha", alpha, unit=True)
-    fixed = _number("--diverged-return", diverged_return)
-    results = load_results(results_dir, keep_duplicates=keep_duplicates)
-    shown = _split(metrics) or list(DEFAULT_METRICS)
-    results = _with_normalised(results, results_dir, shown)
-    known = [m for m in shown if m in METRICS]
-    margins = parse_margins(
-        margin or [], {m: METRICS[m].kind for m in known}, {m: METRICS[m].label for m in known}
-    )
-    confirmatory, declared = _declared(
-        results_dir, shown, analysis=analysis, rate_test=rate_test, alpha=level, baseline=baseline
-    )
-    if getattr(declared, "margin", None) is not None and declared.endpoint not in margins:
-        end = declared.endpoint
-        reason = f"study {declared.study}'s record, {declared.margin_reason}"
-        margins[end] = Margin(declared.margin, METRICS[end].kind, METRICS[end].label, reason)
-    summary = summarize(
-        results,
-        metrics=shown,
+    summary = build(
+        results_dir,
+        metrics=_split(metrics),
         stat=stat,
         baseline=baseline,
         analysis=analysis,
         rate_test=rate_test,
-        alpha=level,
-        diverged_return=fixed,
-        confirmatory=confirmatory,
-        margins=margins,
+        alpha=_number("--alpha", alpha, unit=True),
+        diverged_return=_number("--diverged-return", diverged_return),
+        margins=margin or [],
+        keep_duplicates=keep_duplicates,
+        note=lambda line: typer.echo(line, err=True),
     )
-    from experiments.protocols.study.analysis import audit_note
-
-    summary = dataclasses.replace(summary, audit=audit_note(results_dir))  # no *, and why
     emit(render(summary, fmt=fmt), out, [results_dir])
-
-
-def _with_normalised(results, results_dir: Path, shown: list[str]):
-    """The runs with ``normalised_return`` when the table shows it, each task's R_ref and R_rand
-    from the folder's study record (refused, naming the folder, where it declares none); a
-    study across tasks' folder gets a note that its confirmatory family is pooled."""
-    from experiments.protocols.study.analysis import declared_family, declared_normalisation
-    from experiments.report.runs.normalised import add_normalised
-
-    family = declared_family(results_dir)
-    if family is not None:
-        typer.echo(
-            f"note: study {family.study} spans {len(family.tasks)} tasks: its confirmatory family "
-            f"is pooled (gradlab pool {results_dir}); every contrast here is exploratory",
-            err=True,
-        )
-    if "normalised_return" not in shown:
-        return results
-    norm = declared_normalisation(results_dir)
-    if norm is None:
-        raise ConfigError(
-            f"normalised_return needs each task's R_ref and R_rand, declared in a study's "
-            f"record; '{results_dir}' holds none"
-        )
-    return dataclasses.replace(results, runs=add_normalised(results.runs, norm))
 
 
 @guarded

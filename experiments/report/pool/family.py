@@ -60,6 +60,13 @@ class FamilyTable:
     pooled: PooledDifference
     p_adj: tuple[float, ...]
 
+    def to_markdown(self) -> str:
+        """The table as ``gradlab pool`` prints it."""
+        return render_family(self, fmt="md")
+
+    def _repr_markdown_(self) -> str:  # Jupyter
+        return self.to_markdown()
+
 
 def family_table(runs: pd.DataFrame, spec: FamilySpec, tasks: Sequence[str]) -> FamilyTable:
     """The family's table from the study folder's runs (completed or diverged: every run).

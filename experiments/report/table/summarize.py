@@ -135,6 +135,21 @@ class Table:
     no_threshold_recorded: bool
     audit: str | None = None
 
+    def to_markdown(self) -> str:
+        """The table as ``gradlab table`` prints it (Markdown, caption below)."""
+        from experiments.report.table.render import render
+
+        return render(self, fmt="md")
+
+    def to_latex(self) -> str:
+        """The table as ``gradlab table -f latex`` writes it."""
+        from experiments.report.table.render import render
+
+        return render(self, fmt="latex")
+
+    def _repr_markdown_(self) -> str:  # Jupyter shows the table as the CLI prints it
+        return self.to_markdown()
+
 
 @dataclasses.dataclass(frozen=True)
 class _Plan:
