@@ -26,7 +26,10 @@ def test_the_design_holds_the_yaml_planning_as_declared(name):
     assert {k: type(v) for k, v in design["planning"].items()} == {
         k: type(v) for k, v in raw.items()
     }
-    assert study.planning.rates == (raw["baseline_rate"], raw["arm_rate"])
+    if "baseline_rate" in raw:  # a rate design; a value design (Study 6) plans effect and sd
+        assert study.planning.rates == (raw["baseline_rate"], raw["arm_rate"])
+    else:
+        assert (study.planning.effect, study.planning.sd) == (raw["effect"], raw["sd"])
 
 
 def test_strata_absent_is_not_written_and_rates_need_both():
