@@ -236,6 +236,9 @@ def test_audit_counts_every_task_s_arms(across, tmp_path):
         "outside the registered job set: regime=tuned__task=cartpole__variant=none__seed=9000"
         in (job_set.line)
     )
+    # the record declares a final window of 3 evaluations: these runs record none
+    figures = next(c for c in result.breaches if c.name == "figures")
+    assert "its final window holds None evaluations, not the declared 3" in figures.line
     assert (folder / RECORD).is_file()
 
 

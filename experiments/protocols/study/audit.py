@@ -462,8 +462,9 @@ def _check_accounted(study, runs: list[_Run]) -> Check:
                  f"run{said}")  # fmt: skip
 
 
-def _check_figures(folder: Path, runs: list[_Run]) -> Check:
-    """Every ended run's summary agrees with its own curves (:mod:`.figures`)."""
+def _check_figures(folder: Path, runs: list[_Run], window: int | None = None) -> Check:
+    """Every ended run's summary agrees with its own curves (:mod:`.figures`), and its final
+    window holds the evaluations the record declares (``final_window``), where it declares it."""
     from experiments.protocols.study.figures import NO_CURVES, run_mismatches
 
     bad, unchecked, checked = [], [], 0
@@ -471,6 +472,10 @@ def _check_figures(folder: Path, runs: list[_Run]) -> Check:
         if run.summary is None or run.summary.status == "running":
             continue  # a crashed run is checked too: its status must agree with its curves
         found = run_mismatches(folder / run.folder, run.summary)
+        evals = (run.summary.stability or {}).get("final_evals")
+        if window is not None and run.summary.status in ANALYSED and evals != window:
+            found = [*found, f"its final window holds {evals} evaluations, not the declared "
+                             f"{window}"]  # fmt: skip
         if found == [NO_CURVES]:
             unchecked.append(run.folder)
         elif found:
@@ -562,7 +567,7 @@ def audit(folder: str | Path, *, config_dir: str | Path, expect_sha256: str | No
         _check_job_set(study, runs),
         _check_identity(record, runs),
         _check_accounted(study, runs),
-        _check_figures(folder, runs),
+        _check_figures(folder, runs, record["design"].get("final_window")),
         _check_current(record, Path(config_dir)),
         _check_family(record["design"]),
     )
