@@ -479,7 +479,7 @@ def _check_figures(folder: Path, runs: list[_Run], window: int | None = None) ->
         if found == [NO_CURVES]:
             unchecked.append(run.folder)
         elif found:
-            bad.append(f"{run.folder}: {found[0]}")
+            bad.append(f"{run.folder}: {next(f for f in found if f != NO_CURVES)}")
         else:
             checked += 1
     if bad:
