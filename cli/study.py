@@ -153,6 +153,21 @@ def plan(
         raise ConfigError(f"--jobs {jobs}; expected a positive number of runs at once")
     if not 0 < power < 1:
         raise ConfigError(f"--power {power}; expected a target power in (0, 1)")
+    if not 0 <= shrink <= 1:
+        raise ConfigError(
+            f"--shrink {shrink}; expected the share of the pilot's difference, in [0, 1]"
+        )
+    if strata > 64:
+        raise ConfigError(f"--strata {strata}; expected the number of tasks pooled, 1 to 64")
+    if true_rates is not None:
+        for rate in _rates(true_rates):
+            if not 0 <= rate <= 1:
+                raise ConfigError(f"--true-rates {true_rates!r}: {rate:g} is not a rate in [0, 1]")
+        if margin is None and study.primary.margin is None:
+            raise ConfigError(
+                f"--true-rates {true_rates!r} is for an equivalence plan; give --margin (study "
+                f"{name!r} declares none)"
+            )
     if study.across_tasks:
         _value_plan(study, calibration, prior or [], effect=effect, power=power, jobs=jobs)
         return
@@ -375,6 +390,8 @@ def audit(
 
     folder = Path(target)
     if not folder.is_dir():
+        if "/" in target or folder.exists():
+            raise ConfigError(f"'{target}' is not a study's results folder (no such folder)")
         study, _ = _load(target)
         folder = study_folder(study, results_dir)
     result = run_audit(folder, config_dir=CONF_DIR, expect_sha256=expect_sha256)
@@ -396,10 +413,12 @@ def run(
     task's); the same command resumes."""
     from cli.jobs import job_of, sweep_command
     from experiments.jobs.lifetime import STOPPED_EXIT_CODES
+    from experiments.launch.settings import parallel_jobs
     from experiments.launch.sweep import SweepRequest
     from experiments.protocols.study.record import check
     from experiments.protocols.study.run import run_study
 
+    parallel_jobs(jobs, launcher_given=False)  # a bad --jobs: one line, before any arm
     study, conf = _load(name)
     for note in check(study, config_dir=conf, results_dir=results_dir):
         typer.echo(f"note: {note}")

@@ -140,6 +140,10 @@ def table(
     from experiments.report.table.summarize import summarize
 
     folder = Path(folder)
+    if diverged_return is not None and not abs(diverged_return) <= 1e12:
+        raise ConfigError(
+            f"--diverged-return {diverged_return:g} is not an episode return (|value| <= 1e12)"
+        )
     check_choice("analysis", analysis, ANALYSES)
     check_choice("rate test", rate_test, RATE_TESTS)
     results = load_results(folder, keep_duplicates=keep_duplicates)

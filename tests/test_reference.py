@@ -62,3 +62,27 @@ def test_bad_plan_input_is_one_line(args, message):
     result = CliRunner().invoke(app, ["study", "plan", "faithful_breakout", *args])
     assert result.exit_code == 2, result.output
     assert result.output.count("\n") == 1 and message in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["plan", "catch_stress", "--shrink", "-1"], "--shrink -1.0; expected the share"),
+        (["plan", "catch_stress", "--strata", "1000"], "--strata 1000; expected the number"),
+        (["plan", "catch_stress", "--true-rates", "0.5,0.5"], "is for an equivalence plan"),
+        (["plan", "faithful_catch", "--true-rates", "2,0"], "2 is not a rate in [0, 1]"),
+        (["audit", "/nonexistent/dir"], "is not a study's results folder (no such folder)"),
+        (["run", "catch_stress", "--jobs", "abc"], "--jobs 'abc' is not valid"),
+        (["run", "catch_stress", "--jobs", "0"], "--jobs 0 is out of range"),
+    ],
+)
+def test_study_commands_refuse_bad_input_in_one_line_before_any_output(args, message):
+    # issue 49's small ones: each printed a line, a long error, twice, or nothing before
+    result = CliRunner().invoke(app, ["study", *args])
+    assert result.exit_code == 2, result.output
+    assert result.output.count("\n") == 1 and message in result.output
+
+
+def test_a_diverged_return_that_is_no_return_is_refused():
+    result = CliRunner().invoke(app, ["table", str(BREAKOUT), "--diverged-return", "1e308"])
+    assert result.exit_code == 2 and "is not an episode return" in result.output
