@@ -80,6 +80,7 @@ def test_completed_run_writes_rows_summary_and_config(tmp_path):
     assert on_disk["group"] == {"variant": "scale_gradient"}
     assert on_disk["variant_params"] == {"scale": 0.5}
     assert "tensorflow" in on_disk["versions"] and "wandb" in on_disk["versions"]
+    assert on_disk["versions"]["cpu"]  # the CPU type its numbers depend on, e.g. "... (AVX2)"
     assert (job / "config.yaml").read_text() == "seed: 2\n"
     assert not (job / "error.txt").exists()
 

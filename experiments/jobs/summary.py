@@ -245,9 +245,33 @@ def finite_or_none(value: float | None) -> float | None:
     return None if value is None or value != value else float(value)
 
 
+def cpu_identity() -> str:
+    """The CPU a run's numbers depend on (oneDNN and XLA pick kernels by instruction set): its
+    model name and widest vector extension, e.g. ``Intel(R) Xeon(R) Processor (AVX-512)``, with
+    any ``ONEDNN_MAX_CPU_ISA`` cap; ``platform.machine()`` where /proc/cpuinfo is not there."""
+    model, flags = platform.machine() or "unknown", set()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and model == (platform.machine() or "unknown"):
+                    model = value.strip()
+                elif key.strip() == "flags":
+                    flags = set(value.split())
+                    break
+    except OSError:
+        pass
+    isa = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else None
+    cap = os.environ.get("ONEDNN_MAX_CPU_ISA")
+    parts = [p for p in (isa, f"oneDNN capped at {cap}" if cap else None) if p]
+    return f"{model} ({', '.join(parts)})" if parts else model
+
+
 def library_versions() -> dict[str, str]:
-    """Python's version and those of the libraries a job's numbers depend on (installed ones)."""
-    out = {"python": platform.python_version()}
+    """Python's version and those of the libraries a job's numbers depend on (installed ones),
+    and the CPU (:func:`cpu_identity`): the same versions on another CPU type give other
+    numbers."""
+    out = {"python": platform.python_version(), "cpu": cpu_identity()}
     for dist in _VERSIONED:
         try:
             out[dist] = importlib.metadata.version(dist)
