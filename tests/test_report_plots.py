@@ -328,10 +328,22 @@ def test_outcome_bars_equal_hand_counts():
     ends = np.sum([[b.get_width() for b in bars] for bars in stress.containers], axis=0)
     assert list(ends) == [9, 5]
     assert [t.get_text() for t in stress.texts if t.get_text().startswith("n=")] == ["n=9", "n=5"]
-    assert [b.get_width() for b in tuned.containers[0]] == [2, 2]
-    assert stress.get_ylim() == (1.5, -0.5)  # the first variant (registry order) on top
+    # under each bar, its failed rate (every class but held) and exact interval, by scipy
+    assert [t.get_text() for t in stress.texts if "[" in t.get_text()] == [
+        _rate(7, 8), _rate(1, 4)
+    ]  # fmt: skip
     assert [t.get_text() for t in stress.get_yticklabels()] == ["none", "scale_gradient"]
-    assert tuned.get_ylim() == (1.5, -0.5)  # shared: not inverted back by the 2nd panel
+    assert [b.get_width() for b in tuned.containers[0]] == [2, 2]
+    assert stress.get_ylim() == (1.9, -0.5)  # the first variant (registry order) on top
+    assert tuned.get_ylim() == (1.9, -0.5)  # shared: not inverted back by the 2nd panel
+
+
+def _rate(k: int, m: int) -> str:
+    """The label at a bar's end, computed apart: Clopper-Pearson by scipy's exact binomial."""
+    from scipy.stats import binomtest
+
+    ci = binomtest(k, m).proportion_ci(confidence_level=0.95, method="exact")
+    return f"{k / m:.2f} [{ci.low:.2f}, {ci.high:.2f}]"
 
 
 def _task_folder(name, rows):
@@ -357,8 +369,12 @@ def test_outcome_across_folders_one_panel_per_folder_by_hand():
     # titles: the folders' names less their shared prefix
     assert [left.get_title(loc="left"), right.get_title(loc="left")] == ["catch", "cartpole"]
     # the same arms, in registry order, in both panels (y shared: labelled on the left)
-    assert [t.get_text() for t in left.get_yticklabels()] == ["none", "scale_gradient", "maxnorm"]
-    assert list(right.get_yticks()) == [0, 1, 2] and right.get_ylim() == (2.5, -0.5)
+    names = [t.get_text() for t in left.get_yticklabels()]
+    assert names == ["none", "scale_gradient", "maxnorm"]
+    assert [t.get_text() for t in right.texts if "[" in t.get_text()] == [
+        _rate(1, 2), _rate(1, 1), _rate(0, 1)
+    ]  # fmt: skip
+    assert list(right.get_yticks()) == [0, 1, 2] and right.get_ylim() == (2.9, -0.5)
     expected_left = {"held": [2, 2, 0], "lost": [0, 0, 0], "diverged_before_learning": [0, 1, 0],
                      "never_learned": [1, 0, 0], "not finished": [0, 0, 0]}  # fmt: skip
     expected_right = {"held": [1, 0, 1], "lost": [1, 1, 0], "diverged_before_learning": [0, 0, 0],
@@ -372,6 +388,9 @@ def test_outcome_across_folders_one_panel_per_folder_by_hand():
     assert [t.get_text() for t in right.texts if t.get_text().startswith("n=")] == [
         "n=2", "n=1", "n=2"
     ]  # fmt: skip
+    # every non-zero count is written, a sliver's above its bar: the figure's counts sum to n
+    numbers = [int(t.get_text()) for t in right.texts if t.get_text().isdigit()]
+    assert sum(numbers) == 5
 
 
 def test_outcome_across_folders_refuses_what_it_cannot_draw():

@@ -12,10 +12,11 @@ column of :attr:`~experiments.report.runs.results.Results.runs`), then the runs 
 * ``not finished``: a job that crashed, timed out, was interrupted or is still running (its
   status is not one of :data:`~experiments.report.runs.results.AVERAGED`); the design counts it.
 
-So a bar's length is the arm's number of jobs, n, written at its end; each segment of at least
-:data:`_LABELLED` of the longest bar carries its count. Classes are coloured by what happened
-(blues: learned; oranges/reds, hatched: diverged; grey: never learned), never in a variant's
-colour.
+So a bar's length is the arm's number of jobs, n, written at its end; under the bar, the arm's
+failed rate there (did not learn and hold) with its exact 95% interval; each segment of at least
+:data:`_LABELLED` of the longest bar carries its count inside, a narrower non-zero one above
+it. Classes are coloured by what happened (blues: learned; oranges/reds, hatched: diverged;
+grey: never learned), never in a variant's colour.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ OUTCOME_STYLES = {
 """Bar style per segment: greys and hatches keep the classes apart in grey print."""
 _DARK = {"held"}  # white count labels (hatched segments: dark on a white box)
 _LABELLED = 0.06
-_ROW = 0.24  # inches per arm
+_ROW = 0.34  # inches per arm (its bar, the rate under it)
 
 
 def _segment(row: pd.Series) -> str:
@@ -146,6 +147,20 @@ def _short_names(names: Sequence[str]) -> list[str]:
     return short if all(short) and len(set(short)) == len(short) else list(names)
 
 
+def _rate_label(row: pd.Series) -> str:
+    """An arm's failed rate (every class but held: did not learn and hold) in one panel, with its
+    exact 95% Clopper-Pearson interval, so each bar shows its uncertainty: ``0.19 [0.09, 0.33]``
+    (the legend's title says what it is); empty where none of its runs has an outcome."""
+    from experiments.report.statistics.intervals import binomial_ci
+
+    classed = int(sum(row[c] for c in CLASSES))
+    if not classed:
+        return ""
+    failed = classed - int(row["held"])
+    low, high = binomial_ci(failed, classed)
+    return f"{failed / classed:.2f} [{low:.2f}, {high:.2f}]"
+
+
 def _draw(tables: list[tuple[str, pd.DataFrame]], values: Sequence[str]) -> Figure:
     """The stacked bars of ``(panel title, [arms, segments] counts)`` per panel."""
     shown = [s for s in SEGMENTS if any(t[s].sum() for _, t in tables)]
@@ -167,12 +182,21 @@ def _draw(tables: list[tuple[str, pd.DataFrame]], values: Sequence[str]) -> Figu
                         ax.text(x0 + w / 2, yi, str(int(w)), ha="center", va="center",
                                 color=colour, bbox=box if "hatch" in OUTCOME_STYLES[segment]
                                 else None)  # fmt: skip
+                    elif w:  # a sliver: its count above the bar, so no non-zero count is hidden
+                        ax.text(x0 + w / 2, yi - 0.36, str(int(w)), ha="center", va="bottom",
+                                fontsize=7, color="#1A1A1A")  # fmt: skip
                 left = left + width
             for yi, total in enumerate(left):
                 if total:
                     ax.text(total + most * 0.02, yi, f"n={int(total)}", va="center")
+            for yi in range(n_values):  # under each bar, its failed rate and exact interval
+                rate = _rate_label(counts.iloc[yi])
+                if rate:
+                    ax.text(0, yi + 0.5, rate, ha="left", va="center", fontsize=7,
+                            color="#404040")  # fmt: skip
             ax.set_yticks(y, [fold_label(v) for v in values])
-            ax.set_ylim(n_values - 0.5, -0.5)  # first arm on top (set, not toggled: y shared)
+            # first arm on top (set, not toggled: y shared); room under the last bar for its rate
+            ax.set_ylim(n_values - 0.1, -0.5)
             ax.set_xlim(0, most * 1.2 + 0.5)
             ax.xaxis.get_major_locator().set_params(integer=True)
             ax.grid(axis="y", visible=False)
@@ -185,5 +209,11 @@ def _draw(tables: list[tuple[str, pd.DataFrame]], values: Sequence[str]) -> Figu
         handles = [mpl.patches.Patch(edgecolor="#262626", linewidth=0.4, **OUTCOME_STYLES[s])
                    for s in shown]  # fmt: skip
         labels = [s.replace("_", " ") for s in shown]
-        figure_legend(fig, handles, labels, title="run outcome (counts of n runs)")
+        figure_legend(
+            fig,
+            handles,
+            labels,
+            title="run outcome (counts of n runs)\nunder each "
+            "bar: failed (not held) rate [exact 95% CI]",
+        )
     return fig

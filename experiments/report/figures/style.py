@@ -156,7 +156,7 @@ def figure_legend(fig: Figure, handles: list, labels: list[str], *, title: str |
     # panel_grid leaves it (LEGEND_ROOM), about 0.14 in a line of text at 7 pt
     lines = [label.count("\n") + 1 for label in labels]
     rows = [max(lines[i : i + ncols]) for i in range(0, len(lines), ncols)]
-    needed = 0.14 * sum(rows) + (0.22 if title else 0.05)
+    needed = 0.14 * sum(rows) + ((0.22 + 0.14 * title.count("\n")) if title else 0.05)
     if needed > LEGEND_ROOM:
         width, height = fig.get_size_inches()
         fig.set_size_inches(width, height + needed - LEGEND_ROOM)
