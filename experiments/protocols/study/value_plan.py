@@ -65,12 +65,15 @@ class ValuePlan:
     hours: float | None
     jobs: int
     target: float
+    dropped: dict[str, TaskReference] = dataclasses.field(default_factory=dict)
 
     def lines(self, study: Study) -> list[str]:
         """The plan as printed."""
         p = study.primary
         out = ["calibration (the baseline alone, calibration seeds):"]
         out += [f"  {r.line()}" for r in self.references.values()]
+        out += [f"  {r.line()}; dropped before registration: {study.dropped[t]}"
+                for t, r in self.dropped.items()]  # fmt: skip
         for (task, norm), sd in zip(self.normalisation.items(), self.sds, strict=True):
             out.append(
                 f"  {task}: normalised return = (R - {norm.r_rand:.4g}) / ({norm.r_ref:.4g} - "
@@ -229,4 +232,5 @@ def plan_value(
         hours=hours,
         jobs=jobs,
         target=power,
+        dropped={t: references[t] for t in study.dropped if t in references},
     )
