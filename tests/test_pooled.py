@@ -3,6 +3,7 @@ hand computation; gradlab pool's cross-task table on real summary files (within-
 by hand, task labels, settings within a folder, a study's primary, every format); bad input as
 one-line errors."""
 
+import hashlib
 import json
 import math
 import shutil
@@ -111,7 +112,7 @@ def test_a_stratum_without_variation_is_left_out_and_named():
 
 
 def _write(folder, variant, seed, *, unstable, reached, task="catch", threshold=0.9,
-           task_override=False, **group):  # fmt: skip
+           task_override=False, fields=None, **group):  # fmt: skip
     if task_override:  # as a study's sweep runs it: task=... is one of the job's overrides
         group = {**group, "task": task}
     job = folder / "__".join([*(f"{k}={v}" for k, v in group.items()), f"variant={variant}",
@@ -138,6 +139,7 @@ def _write(folder, variant, seed, *, unstable, reached, task="catch", threshold=
             "steps_to_threshold": 10 if reached else None,
             "final_return": (1.0 if reached else 0.0) if not unstable else None,
         },
+        **(fields or {}),
     }
     (job / "summary.json").write_text(json.dumps(summary))
 
@@ -315,17 +317,34 @@ def _study(root, counts):
 
     conf = root / "conf"
     shutil.copytree(CONF_DIR, conf)
+    # the design cut to these arms and to as many seeds as the runs written: a complete study
+    # (every registered job has its run), whose audit can pass
+    path = conf / "study" / "catch_stress.yaml"
+    n = max(total for _, total in counts.values())
+
+    def kept(line: str) -> bool:
+        return "{variant:" not in line or any(
+            f"variant: {v}}}" in line or f"variant: {v}," in line for v in counts
+        )
+
+    lines = [line for line in path.read_text().splitlines() if kept(line)]
+    path.write_text("\n".join(lines).replace("seeds: [1000, 1070]", f"seeds: [1000, {1000 + n}]")
+                    + "\n")  # fmt: skip
     study = load_study("catch_stress", conf)
+    assert sorted(a.variant for a in study.arms) == sorted(counts)
     folder = register(study, config_dir=conf, results_dir=root / "results").parent
     record = json.loads((folder / RECORD).read_text())
     # registered today: endpoints version 2, where failed = did not learn and hold
     assert record["endpoints"] == 2 and record["design"]["primary"]["endpoint"] == "failed"
-    seed = 1000
+    identity = {  # the record pins code: each run carries its identity, as the audit requires
+        "schema": 3, "started_at": record["registered_at"], "ended_at": record["registered_at"],
+        "code": record["code"], "config_sha256": "not compared here",
+        "record_sha256": hashlib.sha256((folder / RECORD).read_bytes()).hexdigest(),
+    }  # fmt: skip
     for variant, (failed, total) in counts.items():
-        for i in range(total):
+        for i, seed in enumerate(range(1000, 1000 + total)):
             _write(folder, variant, seed, unstable=i < failed, reached=i >= failed,
-                   task_override=True, regime="stress")  # fmt: skip
-            seed += 1
+                   task_override=True, regime="stress", fields=identity)  # fmt: skip
     # the folder is exactly what was registered: its audit (against this gradlab's conf/, as
     # gradlab table and pool run it) passes, so its primary may be starred
     assert not audit(folder, config_dir=CONF_DIR).breaches

@@ -304,9 +304,10 @@ def _margin(name: str, primary: dict, *, value: bool = False) -> tuple[float | N
         return None, None
     if margin is None:
         raise ConfigError(f"study {name!r} gives primary.margin_reason but no primary.margin")
-    if isinstance(margin, bool) or not isinstance(margin, int | float) or not 0 < margin:
+    bad = isinstance(margin, bool) or not isinstance(margin, int | float) or not 0 < margin
+    if value and bad:
         raise ConfigError(f"primary.margin={margin!r} of study {name!r}; expected a number > 0")
-    if not value and not margin < 1:
+    if not value and (bad or not margin < 1):
         raise ConfigError(
             f"primary.margin={margin!r} of study {name!r}; expected a risk difference in (0, 1), "
             "e.g. 0.2"
