@@ -80,13 +80,37 @@ def test_rewritten_curves_are_a_breach(copy):
     assert "figures differ from its curves" in _breaches(copy).get("figures", "")
 
 
-def test_a_deleted_or_garbage_run_is_a_breach(copy):
+def test_a_deleted_run_is_named_and_stars_nothing_and_a_garbage_one_is_a_breach(copy):
+    from experiments.protocols.study.analysis import audit_note
+
     jobs = sorted(p for p in copy.iterdir() if p.is_dir())
     shutil.rmtree(jobs[0])
-    line = _breaches(copy)["accounted"]
-    assert "1 registered run(s) missing" in line and "seed" in line
+    result = audit(copy, config_dir=CONF_DIR)
+    accounted = next(c for c in result.checks if c.name == "accounted")
+    assert (
+        "incomplete: 1 registered run(s) not in yet" in accounted.line and "seed" in accounted.line
+    )
+    assert "is incomplete (1 registered run(s) not in)" in audit_note(copy)  # no * anywhere
     (jobs[1] / "summary.json").write_text('{"schema": 99, "status": "completed"}')
     assert "not a summary" in _breaches(copy)["accounted"]
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
+def test_a_committed_run_deleted_later_is_a_breach(copy):
+    import subprocess
+
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=copy,
+                       check=True, capture_output=True)  # fmt: skip
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "runs")
+    job = sorted(p for p in copy.iterdir() if p.is_dir())[3]
+    shutil.rmtree(job)
+    assert f"git has seen are gone (deleted): {job.name}" in _breaches(copy)["accounted"]
+    git("commit", "-qam", "a run removed")  # committed, the deletion stays in the history
+    assert f"git has seen are gone (deleted): {job.name}" in _breaches(copy)["accounted"]
 
 
 def test_a_new_run_binds_its_curves_by_hash(tmp_path):

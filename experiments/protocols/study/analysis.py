@@ -236,6 +236,12 @@ def audit_note(folder: str | Path) -> str | None:
     if not (Path(folder) / RECORD).is_file():
         return None
     result = audit(folder, config_dir=package_root() / "conf")
+    if not result.breaches and result.not_in:
+        return (
+            f"study {result.study} is incomplete ({result.not_in} registered run(s) not in): no "
+            f"contrast is confirmatory until every registered run is in (see gradlab study audit "
+            f"{folder})"
+        )
     if not result.breaches:
         return None
     names = ", ".join(c.name for c in result.breaches)

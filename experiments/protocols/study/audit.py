@@ -89,6 +89,7 @@ class Audit:
     study: str
     flow: tuple[Flow, ...]
     checks: tuple[Check, ...]
+    not_in: int = 0  # registered runs not (yet) analysed: missing, running or not finished
 
     @property
     def breaches(self) -> list[Check]:
@@ -426,11 +427,24 @@ def _check_identity(record: dict, runs: list[_Run]) -> Check:
     return Check("identity", True, "every ended run carries its full identity, its times in order")
 
 
-def _check_accounted(study, runs: list[_Run]) -> Check:
-    """Every registered job accounted for, by name: a summary that is not one (garbage, a
-    folder, an unknown status or schema) is a breach; registered jobs with no run are a breach
-    unless the study is still running (a live job), then they are said; crashed runs (failed,
-    timeout, interrupted) are listed, not hidden."""
+def _deleted(folder: Path) -> list[str]:
+    """Job folders of ``folder`` whose ``summary.json`` git has seen and that is gone now: deleted
+    in the work tree (still in the index) or removed by a commit. Empty outside git."""
+    if _git(folder, "rev-parse", "--is-inside-work-tree") != "true":
+        return []
+    gone = (_git(folder, "ls-files", "--deleted", "--", ".") or "").splitlines()
+    gone += (_git(folder, "log", "--diff-filter=D", "--name-only", "--format=", "--", ".")
+             or "").splitlines()  # fmt: skip
+    jobs = {Path(p).parent.name for p in gone if Path(p).name == store.SUMMARY_FILE}
+    return sorted(j for j in jobs if not (folder / j / store.SUMMARY_FILE).exists())
+
+
+def _check_accounted(study, runs: list[_Run], folder: Path) -> tuple[Check, int]:
+    """Every registered job accounted for, by name, and how many are not in yet: a summary that
+    is not one (garbage, a folder, an unknown status or schema), or a run git has seen and that
+    is gone (deleted), is a breach; registered jobs not run yet are said (the study is running or
+    stopped part-way: incomplete, so nothing is confirmatory yet, but no breach); crashed runs
+    (failed, timeout, interrupted) are listed, not hidden."""
     mine = {(r.arm, r.seed): r for r in runs if r.arm is not None}
     unreadable = sorted(r.folder for r in runs if r.unreadable)
     missing, crashed = [], []
@@ -443,23 +457,23 @@ def _check_accounted(study, runs: list[_Run]) -> Check:
                     missing.append(f"{key} seed {seed}")
                 elif run.summary is None and not run.unreadable and not run.live:
                     missing.append(f"{run.folder} (no summary.json)")
-                elif run.summary is not None and run.summary.status not in ANALYSED + ("running",):
-                    crashed.append(f"{run.folder} ({run.summary.status}: {run.summary.error})")
-    running = any(r.live or (r.summary is not None and r.summary.status == "running")
-                  for r in runs)  # fmt: skip
+                elif run.summary is not None and run.summary.status not in ANALYSED:
+                    crashed.append(f"{run.folder} ({run.summary.status})")
+    deleted = _deleted(folder)
+    not_in = len(missing) + len(crashed)
     if unreadable:
         return Check("accounted", False, f"{len(unreadable)} run(s) whose summary.json is not a "
-                     f"summary (edited or replaced): {_listed(unreadable)}")  # fmt: skip
-    said = f"; crashed: {_listed(crashed)}" if crashed else ""
-    if missing and running:
-        return Check("accounted", True, f"in progress: {len(missing)} registered run(s) not yet "
-                     f"started or finished, e.g. {_listed(missing)}{said}")  # fmt: skip
+                     f"summary (edited or replaced): {_listed(unreadable)}"), not_in  # fmt: skip
+    if deleted:
+        return Check("accounted", False, f"{len(deleted)} run(s) git has seen are gone "
+                     f"(deleted): {_listed(deleted)}"), not_in  # fmt: skip
+    said = f"; not finished: {_listed(crashed)}" if crashed else ""
     if missing:
-        return Check("accounted", False, f"{len(missing)} registered run(s) missing (not running): "
-                     f"{_listed(missing)}; no contrast is confirmatory until every registered run "
-                     f"is in{said}")  # fmt: skip
+        return Check("accounted", True, f"incomplete: {len(missing)} registered run(s) not in "
+                     f"yet ({_listed(missing)}){said}; no contrast is confirmatory until every "
+                     "registered run is in"), not_in  # fmt: skip
     return Check("accounted", True, f"every one of the {study.n_jobs} registered jobs has its "
-                 f"run{said}")  # fmt: skip
+                 f"run{said}"), not_in  # fmt: skip
 
 
 def _check_figures(folder: Path, runs: list[_Run], window: int | None = None) -> Check:
@@ -556,6 +570,7 @@ def audit(folder: str | Path, *, config_dir: str | Path, expect_sha256: str | No
         study = _study_from_design(record["design"])
     runs = _runs(folder, study)
     timing, first = _check_timing(runs, parse_utc(record.get("registered_at")))
+    accounted, not_in = _check_accounted(study, runs, folder)
     checks = (
         checked,
         _check_anchor(folder, file_sha256(raw), expect_sha256),
@@ -566,12 +581,12 @@ def audit(folder: str | Path, *, config_dir: str | Path, expect_sha256: str | No
         _check_code(record, runs),
         _check_job_set(study, runs),
         _check_identity(record, runs),
-        _check_accounted(study, runs),
+        accounted,
         _check_figures(folder, runs, record["design"].get("final_window")),
         _check_current(record, Path(config_dir)),
         _check_family(record["design"]),
     )
-    return Audit(folder, str(record["design"]["name"]), _flow(study, runs), checks)
+    return Audit(folder, str(record["design"]["name"]), _flow(study, runs), checks, not_in)
 
 
 def _study_from_design(design: dict):
