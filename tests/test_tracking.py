@@ -53,16 +53,15 @@ def test_offline_run_lands_in_the_job_folder(tmp_path, monkeypatch):
     assert len(runs) == 1 and runs[0].stat().st_size > 0
 
 
-def _records(run_file):
-    """The records of a W&B run file as ``(type, step)`` pairs (step 0 for all but history),
-    read independently of the W&B client: a 7-byte header, then LevelDB-log records (32 KiB
-    blocks; each piece has a 7-byte header: CRC, length, type 1 full / 2 first / 3 middle / 4
-    last) of ``wandb_internal_pb2.Record``."""
+def _record_objects(run_file):
+    """The ``wandb_internal_pb2.Record`` objects of a W&B run file, read independently of the
+    W&B client: a 7-byte header, then LevelDB-log records (32 KiB blocks; each piece has a 7-byte
+    header: CRC, length, type 1 full / 2 first / 3 middle / 4 last)."""
     from wandb.proto import wandb_internal_pb2
 
     data = run_file.read_bytes()
     assert data[:4] == b":W&B"
-    block, pos, pieces, records = 32768, 7, [], []
+    block, pos, pieces = 32768, 7, []
     while pos + 7 <= len(data):
         left = block - pos % block
         _, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
@@ -72,11 +71,17 @@ def _records(run_file):
         pieces.append(data[pos + 7 : pos + 7 + length])
         pos += 7 + length
         if kind in (1, 4):
-            record = wandb_internal_pb2.Record.FromString(b"".join(pieces))
+            yield wandb_internal_pb2.Record.FromString(b"".join(pieces))
             pieces = []
-            which = record.WhichOneof("record_type")
-            records.append((which, record.history.step.num if which == "history" else 0))
-    return records
+
+
+def _records(run_file):
+    """The records of a W&B run file as ``(type, step)`` pairs (step 0 for all but history)."""
+    out = []
+    for record in _record_objects(run_file):
+        which = record.WhichOneof("record_type")
+        out.append((which, record.history.step.num if which == "history" else 0))
+    return out
 
 
 def _history_steps(run_file, timeout_s=30.0):
@@ -171,29 +176,16 @@ def test_init_failure_continues_without_wandb(tmp_path, monkeypatch, capsys, mod
 
 
 def _summary_items(run_file, timeout_s=30.0) -> dict:
-    """The summary items (key -> decoded JSON value) of a finished run's file, read with the
-    record reader above (waiting for its exit record, as _history_steps)."""
-    from wandb.proto import wandb_internal_pb2
-
+    """The summary items (key -> decoded JSON value) of a finished run's file (waiting for its
+    exit record, as _history_steps)."""
     deadline = time.monotonic() + timeout_s
     while ("exit", 0) not in _records(run_file) and time.monotonic() < deadline:
         time.sleep(0.05)
-    data, out = run_file.read_bytes(), {}
-    block, pos, pieces = 32768, 7, []
-    while pos + 7 <= len(data):
-        left = block - pos % block
-        _, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
-        if left < 7 or (kind == 0 and length == 0):
-            pos += left
-            continue
-        pieces.append(data[pos + 7 : pos + 7 + length])
-        pos += 7 + length
-        if kind in (1, 4):
-            record = wandb_internal_pb2.Record.FromString(b"".join(pieces))
-            pieces = []
-            if record.WhichOneof("record_type") == "summary":
-                for item in record.summary.update:
-                    out[item.key or "/".join(item.nested_key)] = json.loads(item.value_json)
+    out = {}
+    for record in _record_objects(run_file):
+        if record.WhichOneof("record_type") == "summary":
+            for item in record.summary.update:
+                out[item.key or "/".join(item.nested_key)] = json.loads(item.value_json)
     return out
 
 
