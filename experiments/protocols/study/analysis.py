@@ -96,13 +96,26 @@ class Declared:
         return [({}, self.arm, self.endpoint)]
 
 
-def declared_analysis(folder: str | Path) -> Declared | None:
-    """The declared primary analysis of a study's folder; None for a folder without a record."""
+def _record(folder: str | Path) -> dict | None:
+    """A folder's parsed pre-registration record (with a design naming its study); None for a
+    folder without one."""
     path = Path(folder) / RECORD
     if not path.is_file():
         return None
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
+        record["design"]["name"]
+        return record
+    except (json.JSONDecodeError, KeyError, TypeError):
+        raise ConfigError(f"corrupt pre-registration record {str(path)!r}") from None
+
+
+def declared_analysis(folder: str | Path) -> Declared | None:
+    """The declared primary analysis of a study's folder; None for a folder without a record."""
+    record = _record(folder)
+    if record is None:
+        return None
+    try:
         design = record["design"]
         if "tasks" in design:  # a study across tasks: its family is pooled (declared_family)
             return None
@@ -120,8 +133,10 @@ def declared_analysis(folder: str | Path) -> Declared | None:
             margin=None if primary.get("margin") is None else float(primary["margin"]),
             margin_reason=primary.get("margin_reason"),
         )
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-        raise ConfigError(f"corrupt pre-registration record {str(path)!r}") from None
+    except (KeyError, TypeError, ValueError):
+        raise ConfigError(
+            f"corrupt pre-registration record {str(Path(folder) / RECORD)!r}"
+        ) from None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,18 +159,6 @@ class DeclaredFamily:
     normalisation: dict[str, tuple[float, float]]
 
 
-def _record(folder: str | Path) -> dict | None:
-    path = Path(folder) / RECORD
-    if not path.is_file():
-        return None
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-        record["design"]["name"]
-        return record
-    except (json.JSONDecodeError, KeyError, TypeError):
-        raise ConfigError(f"corrupt pre-registration record {str(path)!r}") from None
-
-
 def declared_family(folder: str | Path) -> DeclaredFamily | None:
     """The confirmatory family of a study across tasks' folder; None for any other folder."""
     record = _record(folder)
@@ -169,7 +172,7 @@ def declared_family(folder: str | Path) -> DeclaredFamily | None:
             tasks=tuple(str(t["task"]) for t in design["tasks"]),
             pooled=tuple(dict(p) for p in design["family"]["pooled"]),
             per_task=str(design["family"].get("per_task", "exploratory")),
-            normalisation=declared_normalisation(folder) or {},
+            normalisation=_normalisation(design, folder) or {},
         )
     except (KeyError, TypeError, ValueError):
         raise ConfigError(f"corrupt pre-registration record in {str(folder)!r}") from None
@@ -179,11 +182,17 @@ def declared_normalisation(folder: str | Path) -> dict[str, tuple[float, float]]
     """A study folder's declared normalisation, task -> ``(r_ref, r_rand)``; None where its
     record declares none (or there is no record)."""
     record = _record(folder)
-    if record is None or "normalisation" not in record["design"]:
+    return None if record is None else _normalisation(record["design"], folder)
+
+
+def _normalisation(design: dict, folder: str | Path) -> dict[str, tuple[float, float]] | None:
+    """A record's design's normalisation, task -> ``(r_ref, r_rand)``; None where it declares
+    none."""
+    if "normalisation" not in design:
         return None
     try:
         return {str(t): (float(v["r_ref"]), float(v["r_rand"]))
-                for t, v in record["design"]["normalisation"].items()}  # fmt: skip
+                for t, v in design["normalisation"].items()}  # fmt: skip
     except (KeyError, TypeError, ValueError, AttributeError):
         raise ConfigError(f"corrupt normalisation in the record of {str(folder)!r}") from None
 
