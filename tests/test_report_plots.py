@@ -228,6 +228,8 @@ def test_one_panel_per_regime_in_every_figure(figures):
         if name == "return":
             continue  # one panel per arm and regime: test_return_draws_every_run_by_hand
         visible = [ax for ax in fig.axes if ax.get_visible()]
+        if name == "outcome":  # each panel's return axis beside its bars, untitled
+            visible = [ax for ax in visible if ax.containers]
         assert len(visible) == 2, name
         titles = [ax.get_title(loc="left").splitlines()[0] for ax in visible]
         assert titles == ["regime=stress", "regime=tuned"], name
@@ -540,3 +542,73 @@ def test_an_arm_with_parameters_keeps_its_variants_look():
     two = value_styles("variant", ["none", "clipnorm (clipnorm=0.6)", "clipnorm (clipnorm=1)"])
     looks = [tuple(d.items()) for d in two.values()]
     assert len(set(looks)) == 3
+
+
+def _with_returns(rows):
+    """A Results of rows ``(variant, status, outcome, final_return)``: task catch, one regime."""
+    frame = pd.DataFrame(rows, columns=["variant", "status", "outcome", "final_return"])
+    frame = frame.assign(
+        regime="tuned", threshold=0.9, task="catch", reward_scale=1.0,
+        diverged=(frame["status"] == "diverged").astype(int),
+        job=[f"j{i}" for i in range(len(frame))], seed=range(len(frame)),
+    )  # fmt: skip
+    return Results(root=None, ablation="hs", group_keys=("regime", "variant"), runs=frame)
+
+
+def test_outcome_figure_draws_each_runs_final_return_beside_its_bars():
+    from experiments.tasks.registry import task_facts
+
+    c, d = "completed", "diverged"
+    rows = [("none", c, "held", 1.0), ("none", c, "held", 0.96), ("none", c, "lost", 0.5),
+            ("scale_gradient", c, "held", 0.98), ("scale_gradient", d,
+            "diverged_before_learning", 0.99), ("scale_gradient", "failed", None, 0.7)]  # fmt: skip
+    fig = outcome_counts(_with_returns(rows))
+    bars, beside = fig.axes
+    assert [b.get_label() for b in bars.containers][0] == "held"
+    # the return axis: on the bars' rows (same y), one point per finished run at its final
+    # return; the diverged run at catch's declared random-policy return (intention to treat),
+    # the failed job not drawn (it is no run of the design)
+    assert beside.get_shared_y_axes().joined(bars, beside)
+    points = {}
+    for collection in beside.collections:
+        arm = collection.get_label().split(":")[0]
+        points.setdefault(arm, []).extend(collection.get_offsets()[:, 0].tolist())
+    random = task_facts("catch").random_return
+    assert sorted(points["none"]) == [0.5, 0.96, 1.0]
+    assert sorted(points["scale_gradient"]) == sorted([0.98, random])
+    rows_of = {c.get_label().split(":")[0]: set(np.round(c.get_offsets()[:, 1])) for c in
+               beside.collections}  # fmt: skip
+    assert rows_of == {"none": {0.0}, "scale_gradient": {1.0}}  # first arm on top, as the bars
+    # each arm's mean over every run (the table's figure), as a tick on its row
+    means = {ln.get_label().split(":")[0]: ln.get_xdata()[0] for ln in beside.lines
+             if ln.get_label().endswith("mean")}  # fmt: skip
+    assert means["none"] == pytest.approx((1.0 + 0.96 + 0.5) / 3)
+    assert means["scale_gradient"] == pytest.approx((0.98 + random) / 2)
+    # the threshold, dashed, inside the axis
+    dashed = [ln.get_xdata()[0] for ln in beside.lines if ln.get_linestyle() == "--"]
+    assert dashed == [0.9]
+    low, high = beside.get_xlim()
+    assert low < min(0.5, random) and high > 1.0
+
+
+def test_outcome_figure_across_tasks_gives_each_task_its_own_return_scale():
+    a = dataclasses.replace(_with_returns([("none", "completed", "held", 1.0)]),
+                            root=Path("s_catch"))  # fmt: skip
+    frame = _with_returns([("none", "completed", "held", 480.0)]).runs.assign(
+        task="cartpole", threshold=475.0
+    )
+    b = Results(root=Path("s_cartpole"), ablation="hs", group_keys=("regime", "variant"),
+                runs=frame)  # fmt: skip
+    fig = outcome_counts_across([a, b])
+    beside = [ax for ax in fig.axes if not ax.containers]
+    assert len(beside) == 2
+    (l0, h0), (l1, h1) = (ax.get_xlim() for ax in beside)
+    assert l0 < 0.9 < 1.0 < h0 < 2 and l1 < 475 < 480 < h1
+
+
+def test_outcome_figure_without_final_returns_has_bars_only():
+    rows = [
+        ("stress", "none", "completed", "held", 0.9),
+        ("stress", "maxnorm", "failed", None, 0.9),
+    ]
+    assert len(outcome_counts(_hand_built(rows)).axes) == 1
