@@ -481,3 +481,39 @@ def test_a_minatar_run_without_a_threshold_is_re_measured_against_its_games(tmp_
     assert (reach.stability["reached_threshold"], reach.stability["steps_to_threshold"]) == (
         1, 1000
     )  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# where the threshold falls in a rung's runs (issue 47, item 4)
+
+
+def test_threshold_check_of_a_rung_by_hand():
+    import statistics
+    import types
+
+    from experiments.protocols.calibration.calibrate import threshold_check
+
+    cal = types.SimpleNamespace(task="catch")
+    random = task_facts("catch").random_return
+    # held 0.95, held 0.95, lost 0.2, diverged after learning (at the random policy's return),
+    # never learned 0.1; a failed job and one never run are not counted
+    runs = [_run("held"), _run("held"), _run("lost"), _run("div_after"), _run("never"),
+            _run("held", status="failed"), None]  # fmt: skip
+    line = threshold_check(cal, runs)
+    values = [0.95, 0.95, 0.2, random, 0.1]
+    mean, sd = statistics.mean(values), statistics.stdev(values)
+    assert line.startswith(f"catch: 5 baseline runs, R_ref {mean:.4g} (sd {sd:.3g}), ")
+    # reached: held x2, lost, diverged after; held: 2; within +-5% of 0.9 ([0.855, 0.945]): none
+    assert "threshold 0.9" in line and "reached by 4/5, held by 2/5, 0/5 end within" in line
+    assert line.endswith("usable; the baseline does NOT learn (mean final return below it)")
+    # every run held it: a floor; no run reached it: a ceiling; a run recording no threshold is
+    # judged against the declared one
+    floor = threshold_check(cal, [_run("held", threshold=None)] * 3)
+    assert "held by 3/3" in floor and ": floor; the baseline learns" in floor
+    assert ": ceiling;" in threshold_check(cal, [_run("never")] * 2)
+    # near: final 0.93 and 0.88 within +-5% of 0.9, 2 of 3 >= a tenth: noise-sensitive
+    near = [_run("held"), _run("held"), _run("held")]
+    near = [dataclasses.replace(s, stability={**s.stability, "final_return": f})
+            for s, f in zip(near, (0.93, 0.88, 1.0), strict=True)]  # fmt: skip
+    assert "2/3 end within ±5% of it: noise-sensitive" in threshold_check(cal, near)
+    assert threshold_check(cal, [None, _run("held", status="failed")]) is None

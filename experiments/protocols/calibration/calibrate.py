@@ -31,9 +31,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+import pandas as pd
 
 from experiments.jobs import store
 from experiments.protocols.calibration.counts import (
@@ -43,6 +45,7 @@ from experiments.protocols.calibration.counts import (
     count_rung,
     decide_after,
     meets_rule,
+    run_class,
 )
 from experiments.protocols.calibration.plan import (
     ABLATION,
@@ -57,7 +60,10 @@ from experiments.protocols.calibration.record import (
     preset_text,
     write_record,
 )
+from experiments.protocols.calibration.reference import references_of
+from experiments.report.runs.endpoints import declared_threshold
 from experiments.tasks.registry import task_facts
+from experiments.verdicts.outcome import ENDPOINT_CLASSES
 
 __all__ = [
     "ABLATION",
@@ -128,7 +134,13 @@ def _remeasured(summary: Any, job_dir: Path) -> Any:
 
 
 def _rung_record(
-    cal: Calibration, index: int, counts: RungCounts, meets: bool, *, stopped: bool = False
+    cal: Calibration,
+    index: int,
+    counts: RungCounts,
+    meets: bool,
+    summaries: Sequence[Any],
+    *,
+    stopped: bool = False,
 ) -> RungRecord:
     return RungRecord(
         name=cal.ladder.rungs[index].name,
@@ -137,6 +149,46 @@ def _rung_record(
         meets_rule=meets,
         jobs=tuple(j.name for j in cal.jobs[index]),
         stopped_early=stopped,  # the seeds run could rule it out (cannot_meet)
+        threshold_check=threshold_check(cal, summaries),
+    )
+
+
+def threshold_check(cal: Calibration, summaries: Sequence[Any]) -> str | None:
+    """Where the task's threshold falls in a rung's finished runs (completed or diverged), as
+    one line (:meth:`~experiments.protocols.calibration.reference.TaskReference.line`: R_ref,
+    reached, held, near it, and its verdict), from the runs' summaries (``_summaries``: a run
+    that recorded no threshold re-measured against the declared one); None for a task without a
+    threshold or a rung with no such run yet."""
+    threshold = task_facts(cal.task).threshold
+    done = [s for s in summaries if s is not None and s.status in ("completed", "diverged")]
+    if threshold is None or not done:
+        return None
+    done = [
+        s
+        if s.threshold is not None
+        else dataclasses.replace(
+            s, threshold=declared_threshold(cal.task, s.reward_scale), task=s.task or cal.task
+        )
+        for s in done
+    ]
+    classes = [run_class(s) for s in done]
+    frame = pd.DataFrame({
+        "task": cal.task,
+        "final_return": [_number(s.stability.get("final_return")) for s in done],
+        "diverged": [int(s.status == "diverged" or bool(s.stability.get("diverged")))
+                     for s in done],
+        "reward_scale": [_number(s.reward_scale, 1.0) for s in done],
+        "threshold": [_number(s.threshold, threshold) for s in done],
+        "learned": [int(c in ENDPOINT_CLASSES["learned"]) for c in classes],
+        "outcome": classes,
+        "wall_time_s": [_number(s.wall_time_s) for s in done],
+    })  # fmt: skip
+    return "; ".join(ref.line() for ref in references_of(frame).values())
+
+
+def _number(value: Any, default: float = math.nan) -> float:
+    return (
+        float(value) if isinstance(value, int | float) and not isinstance(value, bool) else default
     )
 
 
@@ -218,7 +270,9 @@ def run_calibration(
         ran = all(s is not None and s.status in store.FINISHED for s in summaries[:first])
         if first < n and ran:
             if counts.finished < n and cannot_meet(counts, cal.rule, cal.endpoint):
-                record = record.with_rung(_rung_record(cal, index, counts, False, stopped=True))
+                record = record.with_rung(
+                    _rung_record(cal, index, counts, False, summaries, stopped=True)
+                )
                 echo(
                     f"rung {index + 1}/{total} {rung.name}: {_what(cal)} "
                     f"{counts.events(cal.endpoint)} of the {counts.finished} seeds run; the other "
@@ -227,12 +281,11 @@ def run_calibration(
                 write_record(cal.folder, record)
                 continue
             run_sweep(cal.sweep_overrides(index))
-            counts = count_rung(
-                _summaries(cal, index), has_threshold=has_threshold, endpoint=cal.endpoint
-            )
+            summaries = _summaries(cal, index)
+            counts = count_rung(summaries, has_threshold=has_threshold, endpoint=cal.endpoint)
         complete = counts.finished == counts.runs
         meets = complete and meets_rule(counts, cal.rule, cal.endpoint)
-        record = record.with_rung(_rung_record(cal, index, counts, meets))
+        record = record.with_rung(_rung_record(cal, index, counts, meets, summaries))
         never = "n/a" if counts.never_learned is None else counts.never_learned
         lost = ""
         if cal.endpoint != DEFAULT_ENDPOINT:
@@ -245,6 +298,9 @@ def run_calibration(
             f"(diverged {counts.diverged}, collapsed {counts.collapsed}, never learned {never})"
             + ("" if complete else f"; {counts.runs - counts.finished} runs did not finish")
         )
+        check = record.rungs[-1].threshold_check
+        if check:
+            echo(f"rung {index + 1}/{total} {rung.name}: threshold: {check}")
         if not complete:
             record = dataclasses.replace(record, status="incomplete")
             write_record(cal.folder, record)

@@ -99,6 +99,10 @@ class RungRecord:
         (:func:`~experiments.protocols.calibration.counts.cannot_meet`).
       unrecorded: count keys a record written before they were counted does not hold (left out
         again when written back; read as ``None``).
+      threshold_check: where the task's threshold falls in the rung's runs, one line
+        (:meth:`~experiments.protocols.calibration.reference.TaskReference.line`: reached, held,
+        near it, floor / ceiling / noise-sensitive / usable); None for a record written before
+        it was checked or a rung without finished runs.
     """
 
     name: str
@@ -108,6 +112,7 @@ class RungRecord:
     jobs: tuple[str, ...]
     stopped_early: bool = False
     unrecorded: tuple[str, ...] = ()
+    threshold_check: str | None = None
 
     def to_json(self, endpoint: str) -> dict[str, Any]:
         """The rung's JSON object (``stopped_early`` only where true)."""
@@ -123,6 +128,8 @@ class RungRecord:
         }
         if self.stopped_early:
             out["stopped_early"] = True
+        if self.threshold_check is not None:
+            out["threshold_check"] = self.threshold_check
         return out
 
     @classmethod
@@ -145,6 +152,7 @@ class RungRecord:
             jobs=tuple(data["jobs"]),
             stopped_early=bool(data.get("stopped_early", False)),
             unrecorded=unrecorded,
+            threshold_check=data.get("threshold_check"),
         )
 
 
@@ -317,7 +325,14 @@ def record_markdown(record: CalibrationRecord) -> str:
             "|---|---|--:|--:|--:|--:|--:|--:|--:|",
         ]
     lines += [_row(i, rung, lost=lost) for i, rung in enumerate(record.rungs, 1)]
-    lines += ["", _LOST_NOTE if lost else _UNSTABLE_NOTE, "", _outcome(record), ""]
+    lines += ["", _LOST_NOTE if lost else _UNSTABLE_NOTE, ""]
+    checks = [(i, r.threshold_check) for i, r in enumerate(record.rungs, 1) if r.threshold_check]
+    if checks:
+        lines += ["Where the threshold falls in each rung's runs (floor: every run held it; "
+                  "ceiling: none reached it; noise-sensitive: a tenth or more end within ±5% "
+                  "of it):", ""]  # fmt: skip
+        lines += [f"- rung {i}: {check}" for i, check in checks] + [""]
+    lines += [_outcome(record), ""]
     if record.extra_overrides:
         lines += [f"Every run also had: `{' '.join(record.extra_overrides)}`.", ""]
     lines += ["Command:", "", "```bash", record.command, "```", ""]

@@ -34,7 +34,14 @@ import pandas as pd
 from experiments.base.errors import ConfigError
 from experiments.report.runs.results import diverged_return, intention_to_treat
 
-__all__ = ["NEAR_BAND", "NOISE_SHARE", "TaskReference", "reference_runs", "task_references"]
+__all__ = [
+    "NEAR_BAND",
+    "NOISE_SHARE",
+    "TaskReference",
+    "reference_runs",
+    "references_of",
+    "task_references",
+]
 
 NEAR_BAND = 0.05
 """A run's final-window mean within +-5% of the threshold counts as "at the threshold"."""
@@ -149,8 +156,14 @@ def task_references(
             f"{where or 'the folder'} holds no {baseline} runs{within} without other settings "
             "to calibrate on"
         )
+    return references_of(mine)
+
+
+def references_of(runs: pd.DataFrame) -> dict[str, TaskReference]:
+    """Each task's :class:`TaskReference` from runs already chosen (a rung's baseline runs, or
+    :func:`reference_runs`' selection): every row counted, completed or diverged."""
     out = {}
-    for task, group in mine.groupby("task", sort=True):
+    for task, group in runs.groupby("task", sort=True):
         values, _, _ = intention_to_treat(group, "final_return")
         threshold = pd.to_numeric(group["threshold"], errors="coerce").dropna()
         t = float(threshold.iloc[0]) if len(threshold) else None
