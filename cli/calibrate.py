@@ -131,7 +131,8 @@ def calibrate(
     Each rung is one sweep (finished runs are skipped: run the same command again to resume).
     Writes RESULTS/TASK/calibration/calibration.json and .md (every rung's counts: unstable,
     diverged, collapsed, never learned; and where the task's threshold falls in the rung's runs:
-    reached, held, ending within 5% of it, and floor / ceiling / noise-sensitive / usable) and the chosen setting as the regime preset
+    reached, held, ending within 5% of it, and floor / ceiling / noise-sensitive / usable) and
+    the chosen setting as the regime preset
     conf/regime/calibrated/TASK.yaml, used as regime=calibrated/TASK (TASK_BASE in both
     places when the base regime is not tuned, e.g. catch_pseudocode; TASK_LADDER when the ladder
     is not default, e.g. breakout_harsh). A ladder that runs out of rungs writes its record and
