@@ -154,6 +154,9 @@ def calibrate(
     from experiments.launch.sweep import SweepRequest
     from experiments.protocols.calibration.calibrate import prepare, run_calibration
 
+    # runs at once, as the sweep runs them (checked first, a dry run too: a bad --jobs is one
+    # line, exit 2): a rung asks whether it can still meet the rule after whole waves of runs only
+    batch = parallel_jobs(jobs, launcher_given=launcher_given(overrides or []))
     job = job_of(ctx)
     conf = config_dir_of(config_dir)
     cal = prepare(
@@ -174,9 +177,6 @@ def calibrate(
         sweep_command(request)  # a refusal raises (exit 2); failed, unfinished or stopped
         # runs: the rung's counts say so, and the calibration stops there
 
-    # runs at once, as the sweep runs them: a rung asks whether it can still meet the rule after
-    # whole waves of runs only
-    batch = parallel_jobs(jobs, launcher_given=launcher_given(overrides or []))
     outcome = run_calibration(cal, run_sweep, echo=typer.echo, batch=batch)
     where = cal.folder / "calibration.md"
     record = outcome.record

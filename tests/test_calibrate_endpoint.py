@@ -368,6 +368,9 @@ def test_a_task_without_a_threshold_is_refused_naming_it():
         (["--endpoint", "lost"], "unknown --endpoint 'lost'; choose one of: unstable, "),
         (["--endpoint", "lost_after_learning", "ladder=nope"], "unknown ladder 'nope'"),
         (["--endpoint", "lost_after_learning", "--rule", "2"], "--rule 2.0 is out of range"),
+        # a dry run checks --jobs too (issue 49, item 8)
+        (["--jobs", "-2", "--dry-run"], "--jobs -2 is out of range; expected auto or an integer"),
+        (["--jobs", "abc", "--dry-run"], "--jobs"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(standin_env, args, message):

@@ -104,6 +104,19 @@ def test_dry_run_lists_jobs_and_writes_nothing(env):
     assert not env["res"].exists()
 
 
+def test_dry_run_refuses_a_results_folder_that_is_a_file(env, tmp_path):
+    # issue 49, item 8: the dry run said "20 to run" where the real run refuses
+    afile = tmp_path / "afile"
+    afile.write_text("keep me")
+    common = [o for o in env["common"] if not o.startswith("runtime.results_dir=")]
+    args = ["sweep", "ablation=hidden_scale", "seed=0,1", *common, f"runtime.results_dir={afile}"]
+    result = _invoke([*args, "--config-dir", env["conf"], "--dry-run"])
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert lines == [f"error: results folder '{afile}' is not a folder; choose runtime.results_dir"]
+    assert afile.read_text() == "keep me"
+
+
 BAD = [
     (["sweep"], "gradlab sweep needs ablation=NAME; choose one of: calibration, clip, hidden_"),
     (["sweep", "ablation=hiden_scale"], "unknown ablation 'hiden_scale'; choose one of: calib"),

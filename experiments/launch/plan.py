@@ -231,15 +231,22 @@ def _importable(module: str) -> bool:
         return False
 
 
-def _check_writable(path: Path) -> None:
-    """Refuses a results folder (or its nearest existing parent) that cannot or must not be
-    written: no write permission, or no write bit at all (``chmod a-w``), which is honoured even
-    for root, who could write anyway, since it is how a user protects finished results."""
+def _nearest_folder(path: Path) -> Path:
+    """``path``'s nearest existing self or parent, refused when it is not a folder (a file named
+    as the results folder, or a file where one of its folders would go): a dry run says so too."""
     probe = path
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
     if not probe.is_dir():
         raise ConfigError(f"results folder '{probe}' is not a folder; choose runtime.results_dir")
+    return probe
+
+
+def _check_writable(path: Path) -> None:
+    """Refuses a results folder (or its nearest existing parent) that cannot or must not be
+    written: no write permission, or no write bit at all (``chmod a-w``), which is honoured even
+    for root, who could write anyway, since it is how a user protects finished results."""
+    probe = _nearest_folder(path)
     if not os.access(probe, os.W_OK | os.X_OK) or probe.stat().st_mode & 0o222 == 0:
         raise ConfigError(
             f"results folder '{probe}' is read-only; make it writable (chmod u+w) or choose "
@@ -276,6 +283,9 @@ def _check_results(jobs: list[PlannedJob], *, ablation: str | None, writable: bo
     would otherwise be skipped as finished, wrongly)."""
     checked: set[Path] = set()
     for job in jobs:
+        if job.run and not writable and job.job_dir.parent not in checked:
+            checked.add(job.job_dir.parent)
+            _nearest_folder(job.job_dir.parent)  # a dry run checks the folder is one, not its bits
         for folder in (job.job_dir.parent.parent, job.job_dir.parent, job.job_dir):
             if not (writable and job.run) or folder in checked:
                 continue
