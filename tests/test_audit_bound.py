@@ -90,7 +90,11 @@ def test_a_deleted_run_is_named_and_stars_nothing_and_a_garbage_one_is_a_breach(
     assert (
         "incomplete: 1 registered run(s) not in yet" in accounted.line and "seed" in accounted.line
     )
-    assert "is incomplete (1 registered run(s) not in)" in audit_note(copy)  # no * anywhere
+    # no * anywhere, and the caption names the missing run (issue 49 item 3)
+    name = jobs[0].name  # regime=...__variant=V__seed=S: its arm and seed
+    seed = name.rsplit("seed=", 1)[1]
+    note = audit_note(copy)
+    assert "is incomplete (1 registered run(s) not in: " in note and f" seed {seed})" in note
     (jobs[1] / "summary.json").write_text('{"schema": 99, "status": "completed"}')
     assert "not a summary" in _breaches(copy)["accounted"]
 

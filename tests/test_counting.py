@@ -8,6 +8,7 @@ regime stress, variant none, seeds 0-4: seeds 0, 1, 2 unstable, 3 and 4 stable).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -139,6 +140,67 @@ def test_a_pool_keeps_the_first_of_a_run_in_two_folders_and_lists_the_other(tmp_
     )
     assert "hidden_scale" not in table.excluded
     assert table.cells[("both_regimes", "none")].n == 5  # the tuned runs only, not 10
+
+
+@pytest.mark.parametrize("change", ["config deleted", "config key added"])
+def test_a_copy_with_its_config_deleted_or_edited_is_still_the_same_run(tmp_path, change):
+    # issue 49 item 6: the committed runs predate config_sha256, so a copy whose config.yaml is
+    # gone or has one key more has another config; its execution (process id, wall time,
+    # figures) is the original's
+    one = _copy(tmp_path)
+    two = Path(shutil.copytree(one, tmp_path / "copy"))
+    for config in two.glob("*/config.yaml"):
+        if change == "config deleted":
+            config.unlink()
+        else:
+            config.write_text(config.read_text() + "added_key: 1\n")
+    with pytest.raises(ConfigError, match=r"same execution: a copy\) is in two pooled folders"):
+        _across([one, two], endpoint="unstable")
+    result = _invoke("pool", one, two, "-e", "unstable")
+    assert result.exit_code == 2 and "is in two pooled folders" in _error_line(result)
+
+
+def test_a_copy_under_another_job_name_without_config_counts_once(tmp_path):
+    # issue 49 item 6: in one folder, a copy named dup whose summary says job "dup" and that has
+    # no config.yaml gave n = 5 instead of 4 for its arm (here 6 instead of 5)
+    folder = _copy(tmp_path)
+    dup = Path(shutil.copytree(folder / NONE0, folder / "dup"))
+    (dup / "config.yaml").unlink()
+    _edit(folder, "dup", job="dup")
+    result = _invoke("table", folder, "-m", "unstable")
+    assert result.exit_code == 2
+    line = _error_line(result)
+    assert "seed 0, same execution: a copy) is in two folders" in line and "/dup'" in line
+    kept = _invoke("table", folder, "-m", "unstable", "--keep-duplicates", "first")
+    assert kept.exit_code == 0, kept.output
+    assert _stress_none(kept).startswith("3/5 ")  # not 4/6
+
+
+def test_a_rerun_of_the_same_config_and_seed_in_another_folder_is_the_same_run(tmp_path):
+    # the same design point (config hash, seed) run twice: deterministic per seed, a replay, so
+    # one run; its execution differs (another process and wall time)
+    one = _copy(tmp_path)
+    two = Path(shutil.copytree(one, tmp_path / "replay"))
+    for job in two.iterdir():
+        if job.is_dir():
+            data = json.loads((job / "summary.json").read_text())
+            _edit(two, job.name, pid=data["pid"] + 1, wall_time_s=data["wall_time_s"] + 1.0)
+    with pytest.raises(ConfigError, match=r"same config\) is in two pooled folders"):
+        _across([one, two], endpoint="unstable")
+
+
+def test_runs_of_two_arms_sharing_nothing_are_two_runs():
+    from experiments.report.runs.counting import run_identities
+
+    a = Summary(status="completed", seed=1, pid=10, wall_time_s=2.0, stability={"x": 1})
+    b = dataclasses.replace(a, pid=11)
+    folder = Path("/nonexistent")  # no config.yaml: the execution key only
+    assert run_identities(a, folder) != run_identities(b, folder)
+    assert len(run_identities(a, folder)) == 1
+    assert run_identities(Summary(status="completed", seed=1), folder) == ()
+    hashed = dataclasses.replace(a, config_sha256="abc")
+    assert run_identities(hashed, folder)[0] == "seed=1|config=abc"
+    assert run_identities(dataclasses.replace(hashed, seed=2), folder)[0] == "seed=2|config=abc"
 
 
 # --------------------------------------------------------------------------------------------
@@ -358,3 +420,25 @@ def test_a_sweep_whose_job_another_sweep_is_running_exits_0(tmp_path, monkeypatc
     # once no process holds it, a job left "running" is unfinished: planned to run again
     third = _invoke(*args, "--dry-run", obj=standin.JOB)
     assert third.exit_code == 0 and "run " in third.stdout
+
+
+def test_a_run_without_summary_falls_in_its_arm_whatever_its_name_spells(tmp_path):
+    # issue 49 item 3: a deleted summary under regime=calibrated/breakout_harsh made a phantom
+    # stratum "calibrated-breakout_harsh" (the folder name writes "/" as "-")
+    folder = _copy(tmp_path)
+    for job in sorted(folder.glob("regime=stress__*")):
+        data = json.loads((job / "summary.json").read_text())
+        for part in ("group", "overrides"):
+            data[part]["regime"] = "calibrated/stress"
+        new = job.name.replace("regime=stress", "regime=calibrated-stress")
+        data["job"] = new
+        (job / "summary.json").write_text(json.dumps(data))
+        job.rename(folder / new)
+    gone = folder / NONE1.replace("regime=stress", "regime=calibrated-stress")
+    (gone / "summary.json").unlink()
+    runs = load_results(folder).runs
+    assert set(runs["regime"]) == {"calibrated/stress", "tuned"}  # no phantom regime
+    row = runs[runs["path"] == str(gone)].iloc[0]
+    assert row["regime"] == "calibrated/stress" and row["status"] == "without summary"
+    mine = runs[(runs["regime"] == "calibrated/stress") & (runs["variant"] == "none")]
+    assert len(mine) == 5 and sorted(mine["seed"]) == [0, 1, 2, 3, 4]

@@ -343,8 +343,10 @@ def _study(root, counts):
     }  # fmt: skip
     for variant, (failed, total) in counts.items():
         for i, seed in enumerate(range(1000, 1000 + total)):
+            # one config per arm: runs of two arms sharing a config and seed would be one run
+            fields = {**identity, "config_sha256": f"config of {variant} (not compared here)"}
             _write(folder, variant, seed, unstable=i < failed, reached=i >= failed,
-                   task_override=True, regime="stress", fields=identity)  # fmt: skip
+                   task_override=True, regime="stress", fields=fields)  # fmt: skip
     # the folder is exactly what was registered: its audit (against this gradlab's conf/, as
     # gradlab table and pool run it) passes, so its primary may be starred
     assert not audit(folder, config_dir=CONF_DIR).breaches

@@ -278,9 +278,10 @@ def test_the_table_of_a_study_folder_tests_its_primary_contrast_alone(conf, tmp_
         "record_sha256": hashlib.sha256((folder / RECORD).read_bytes()).hexdigest(),
     }
     # unstable: none 6/6, scale_gradient 0/6, maxnorm 0/6.
-    _summaries(folder, "none", [1] * 6, **identity)
-    _summaries(folder, "scale_gradient", [0] * 6, **identity)
-    _summaries(folder, "maxnorm", [0] * 6, **identity)
+    # one config per arm (two arms' runs sharing a config and seed would be one run)
+    for arm, unstable in (("none", 1), ("scale_gradient", 0), ("maxnorm", 0)):
+        fields = {**identity, "config_sha256": f"config of {arm} (unchecked here)"}
+        _summaries(folder, arm, [unstable] * 6, **fields)
     runner = CliRunner()
     declared = runner.invoke(app, ["table", str(folder), "-m", "unstable", "-f", "json"])
     assert declared.exit_code == 0, declared.output

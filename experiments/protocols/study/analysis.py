@@ -235,6 +235,10 @@ def registered_contrast(
     return None, None, note
 
 
+_NAMED = 5
+"""Runs a caption names of those not in (the rest counted, the audit lists them all)."""
+
+
 def audit_note(folder: str | Path) -> str | None:
     """Why a study's folder declares nothing confirmatory: its audit (against this gradlab's
     conf/) fails, in one sentence naming the failed checks; None when it passes or the folder
@@ -246,10 +250,14 @@ def audit_note(folder: str | Path) -> str | None:
         return None
     result = audit(folder, config_dir=package_root() / "conf")
     if not result.breaches and result.not_in:
+        names = result.not_in_names
+        listed = ", ".join(names[:_NAMED]) + (
+            f" and {len(names) - _NAMED} more" if len(names) > _NAMED else ""
+        )
         return (
-            f"study {result.study} is incomplete ({result.not_in} registered run(s) not in): no "
-            f"contrast is confirmatory until every registered run is in (see gradlab study audit "
-            f"{folder})"
+            f"study {result.study} is incomplete ({result.not_in} registered run(s) not in: "
+            f"{listed}): no contrast is confirmatory until every registered run is in (see "
+            f"gradlab study audit {folder})"
         )
     if not result.breaches:
         return None

@@ -90,6 +90,7 @@ class Audit:
     flow: tuple[Flow, ...]
     checks: tuple[Check, ...]
     not_in: int = 0  # registered runs not (yet) analysed: missing, running or not finished
+    not_in_names: tuple[str, ...] = ()  # those runs by name (arm and seed, or folder and status)
 
     @property
     def breaches(self) -> list[Check]:
@@ -439,7 +440,7 @@ def _deleted(folder: Path) -> list[str]:
     return sorted(j for j in jobs if not (folder / j / store.SUMMARY_FILE).exists())
 
 
-def _check_accounted(study, runs: list[_Run], folder: Path) -> tuple[Check, int]:
+def _check_accounted(study, runs: list[_Run], folder: Path) -> tuple[Check, list[str]]:
     """Every registered job accounted for, by name, and how many are not in yet: a summary that
     is not one (garbage, a folder, an unknown status or schema), or a run git has seen and that
     is gone (deleted), is a breach; registered jobs not run yet are said (the study is running or
@@ -460,7 +461,7 @@ def _check_accounted(study, runs: list[_Run], folder: Path) -> tuple[Check, int]
                 elif run.summary is not None and run.summary.status not in ANALYSED:
                     crashed.append(f"{run.folder} ({run.summary.status})")
     deleted = _deleted(folder)
-    not_in = len(missing) + len(crashed)
+    not_in = missing + crashed
     if unreadable:
         return Check("accounted", False, f"{len(unreadable)} run(s) whose summary.json is not a "
                      f"summary (edited or replaced): {_listed(unreadable)}"), not_in  # fmt: skip
@@ -570,7 +571,7 @@ def audit(folder: str | Path, *, config_dir: str | Path, expect_sha256: str | No
         study = _study_from_design(record["design"])
     runs = _runs(folder, study)
     timing, first = _check_timing(runs, parse_utc(record.get("registered_at")))
-    accounted, not_in = _check_accounted(study, runs, folder)
+    accounted, not_in_names = _check_accounted(study, runs, folder)
     checks = (
         checked,
         _check_anchor(folder, file_sha256(raw), expect_sha256),
@@ -586,7 +587,8 @@ def audit(folder: str | Path, *, config_dir: str | Path, expect_sha256: str | No
         _check_current(record, Path(config_dir)),
         _check_family(record["design"]),
     )
-    return Audit(folder, str(record["design"]["name"]), _flow(study, runs), checks, not_in)
+    return Audit(folder, str(record["design"]["name"]), _flow(study, runs), checks,
+                 len(not_in_names), tuple(not_in_names))  # fmt: skip
 
 
 def _study_from_design(design: dict):

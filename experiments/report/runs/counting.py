@@ -13,10 +13,15 @@ all (issue 39):
 * **Folder names** (:func:`check_folder_name`): a summary whose ``job``, ``seed``, ``variant`` or
   any other setting disagrees with its folder's name is an error naming the folder and both
   values (a copied or renamed folder, or an edited summary, would move a run to another arm).
-* **Identity** (:func:`run_identity`) and **duplicates** (:func:`drop_duplicates`): two runs of
-  the same arm (group), seed and config are the same run; counted twice they would double its
-  weight. It is an error naming both folders, or, with ``keep="first"``, one is kept and the
-  other listed (:class:`Duplicate`).
+* **Identity** (:func:`run_identities`) and **duplicates** (:func:`drop_duplicates`): a run is
+  recognised by two keys, neither read from its folder's name or its arm's label: its design
+  point (the seed and the config hash: the summary's ``config_sha256``, else its ``config.yaml``'s)
+  and its execution (the seed, process id, wall time, start time and stability figures the
+  summary recorded). Two runs that share either key are the same run, wherever they are and
+  whatever their folders are named: a copy with its ``config.yaml`` deleted or edited still
+  shares its execution, a re-run of the same config and seed shares its design point. Counted
+  twice a run would double its weight: it is an error naming both folders, or, with
+  ``keep="first"``, one is kept and the other listed (:class:`Duplicate`).
 * **Missing figures** (:func:`missing_figures`): a run of the design whose summary lacks
   stability figures a shown endpoint needs (and whose folder has no ``metrics.jsonl`` to
   recompute them from) is named in the caption beside the n.
@@ -57,6 +62,7 @@ __all__ = [
     "missing_figures",
     "name_settings",
     "no_summary_record",
+    "run_identities",
     "run_identity",
 ]
 
@@ -190,30 +196,37 @@ def _disagrees(folder: Path, key: str, named: object, recorded: object, field: s
     )
 
 
-def run_identity(summary: Summary, folder: Path, group: str) -> str | None:
-    """What makes two runs the same run: the arm, the seed and the config.
-
-    The config is the summary's ``config_sha256`` (schema 3), else the hash of the folder's
-    ``config.yaml`` as :func:`~experiments.jobs.identity.config_fingerprint` takes it (without
-    ``runtime``, ``logger`` and the seed). Without either, only a copy is recognised: the same
-    ablation, task, process id, wall time and stability figures; a summary without a process id
-    or a wall time (written by hand) has no identity (None) and is compared with none.
+def run_identities(summary: Summary, folder: Path) -> tuple[str, ...]:
+    """The keys that recognise a run (module docstring): ``seed=S|config=HASH`` (the summary's
+    ``config_sha256`` (schema 3), else the hash of the folder's ``config.yaml`` as
+    :func:`~experiments.jobs.identity.config_fingerprint` takes it: without ``runtime``,
+    ``logger`` and the seed) and ``seed=S|run=...`` (process id, wall time, start time and
+    stability figures as the summary recorded them). A key whose parts are missing is left out:
+    a summary without a config, a process id or a wall time (written by hand) has none and is
+    compared with none.
 
     Args:
       summary: the run's summary.
       folder: its job folder.
-      group: its arm's label.
     """
+    keys = []
     config = getattr(summary, "config_sha256", None) or _config_hash(folder / "config.yaml")
-    if config is None:
-        if summary.pid is None and summary.wall_time_s is None:
-            return None
+    if config is not None:
+        keys.append(f"seed={summary.seed}|config={config}")
+    if summary.pid is not None or summary.wall_time_s is not None:
         stability = json.dumps(summary.stability, sort_keys=True, default=str)
-        config = (
-            f"{summary.ablation}/{summary.task}/pid={summary.pid}/"
-            f"wall={summary.wall_time_s}/{stability}"
+        keys.append(
+            f"seed={summary.seed}|run=pid={summary.pid}/wall={summary.wall_time_s}/"
+            f"started={getattr(summary, 'started_at', None)}/{stability}"
         )
-    return f"{group}|seed={summary.seed}|{config}"
+    return tuple(keys)
+
+
+def run_identity(summary: Summary, folder: Path) -> str | None:
+    """The run's first key (:func:`run_identities`): its design point where it has one, else
+    its execution; None when it has neither."""
+    keys = run_identities(summary, folder)
+    return keys[0] if keys else None
 
 
 def _config_hash(path: Path) -> str | None:
@@ -232,20 +245,20 @@ def check_keep(keep: str | None) -> str | None:
 
 
 def drop_duplicates(
-    records: Sequence[dict], identities: Sequence[str], *, keep: str | None
+    records: Sequence[dict], identities: Sequence[Sequence[str]], *, keep: str | None
 ) -> tuple[list[dict], list[Duplicate]]:
     """The records with each run once.
 
     Args:
       records: ``[N]`` run records (``path``, ``job``, ``group``, ``seed``), in the order found.
-      identities: ``[N]`` their :func:`run_identity` (None for a run without a summary).
+      identities: ``[N]`` their :func:`run_identities` (empty for a run without a summary).
       keep: None (a duplicate is an error) or ``first`` (:data:`KEEP_DUPLICATES`).
 
     Returns:
       ``(records kept, duplicates left out)``.
 
     Raises:
-      ConfigError: two records share an identity and ``keep`` is None, naming both folders.
+      ConfigError: two records share a key and ``keep`` is None, naming both folders.
     """
     check_keep(keep)
     first: dict[str, dict] = {}
@@ -254,25 +267,30 @@ def drop_duplicates(
     order = sorted(range(len(records)), key=lambda i: _is_copy(records[i]))
     keep_index = set()
     for i in order:
-        identity = identities[i]
-        if identity is None:
+        keys = tuple(identities[i] or ())
+        other = next((first[k] for k in keys if k in first), None)
+        if other is None:
+            first.update(dict.fromkeys(keys, records[i]))
             keep_index.add(i)
             continue
-        if identity not in first:
-            first[identity] = records[i]
-            keep_index.add(i)
-            continue
-        other, this = first[identity], records[i]
+        this = records[i]
         what = f"{this['group']}, seed {this['seed']}"
         if keep is None:
             raise ConfigError(
-                f"the same run ({what}, same config) is in two folders: '{other['path']}' and "
-                f"'{this['path']}'; a run counts once: remove the copy, or pass "
-                "--keep-duplicates first to count the first and list the other"
+                f"the same run ({what}, {_shared(keys, first)}) is in two folders: "
+                f"'{other['path']}' and '{this['path']}'; a run counts once: remove the copy, or "
+                "pass --keep-duplicates first to count the first and list the other"
             )
         dropped.append(Duplicate(kept=other["path"], dropped=this["path"], what=what))
     kept = [records[i] for i in range(len(records)) if i in keep_index]
     return kept, dropped
+
+
+def _shared(keys: Sequence[str], seen: dict) -> str:
+    """What two runs share, in words (their seed is said beside it): the same config, or the same
+    execution."""
+    key = next(k for k in keys if k in seen)
+    return "same config" if "|config=" in key else "same execution: a copy"
 
 
 def _is_copy(record: dict) -> bool:
@@ -349,7 +367,7 @@ def counting_notes(
 def drop_pooled_duplicates(loaded: Sequence[Results], *, keep: str | None) -> list[Results]:
     """The folders of a pool with each run once over all of them.
 
-    A run (:func:`run_identity`, the ``identity`` column) found in an earlier folder is an error
+    A run (:func:`run_identities`, the ``identities`` column) found in an earlier folder is an error
     naming both folders, or with ``keep="first"`` left out of the later folder and added to its
     :attr:`~experiments.report.runs.results.Results.duplicates`.
 
@@ -367,17 +385,16 @@ def drop_pooled_duplicates(loaded: Sequence[Results], *, keep: str | None) -> li
         runs = results.runs
         dropped, duplicates = [], list(results.duplicates)
         for index, run in runs.iterrows():
-            identity = run.get("identity")
-            if not isinstance(identity, str):
+            keys = run.get("identities")
+            keys = tuple(keys) if isinstance(keys, tuple | list) else ()
+            other = next((first[k] for k in keys if k in first), None)
+            if other is None:
+                first.update(dict.fromkeys(keys, run))
                 continue
-            if identity not in first:
-                first[identity] = run
-                continue
-            other = first[identity]
             what = f"{run['group']}, seed {run['seed']}"
             if keep is None:
                 raise ConfigError(
-                    f"the same run ({what}, same config) is in two pooled folders: "
+                    f"the same run ({what}, {_shared(keys, first)}) is in two pooled folders: "
                     f"'{other['path']}' and '{run['path']}'; a run counts once: give each run's "
                     "folder once, or pass --keep-duplicates first to count the first and list "
                     "the other"

@@ -33,7 +33,7 @@ import pandas as pd
 import yaml
 
 from experiments.base.errors import ConfigError
-from experiments.jobs.store import load_summary, read_metrics
+from experiments.jobs.store import job_name, load_summary, read_metrics
 from experiments.jobs.summary import Summary
 from experiments.report.runs.counting import (
     AVERAGED,
@@ -44,7 +44,7 @@ from experiments.report.runs.counting import (
     drop_duplicates,
     job_folders,
     no_summary_record,
-    run_identity,
+    run_identities,
 )
 from experiments.report.runs.endpoints import add_endpoints
 from experiments.verdicts.stability import STABILITY_KEYS, stability_summary
@@ -166,6 +166,28 @@ def _fold_variant_parameters(records: list[dict]) -> None:
         r["group"] = group_label(group)
 
 
+def _resolve_named(records: list[dict]) -> None:
+    """A folder without a summary has its settings from its name, where a job's name writes
+    unsafe characters differently (``regime=calibrated/breakout_harsh`` is the folder
+    ``regime=calibrated-breakout_harsh``): each named value is replaced by the runs' value it
+    names (:func:`~experiments.jobs.store.job_name`), so the run falls in its arm instead of a
+    phantom one. A value no run has is kept as named."""
+    values: dict[str, set[str]] = {}
+    for r in records:
+        if r["status"] != NO_SUMMARY:
+            for key, value in r["_group"].items():
+                values.setdefault(key, set()).add(value)
+    for r in records:
+        if r["status"] != NO_SUMMARY:
+            continue
+        for key, named in list(r["_group"].items()):
+            if named in values.get(key, ()):
+                continue
+            spelled = [v for v in values.get(key, ()) if job_name({key: v}) == f"{key}={named}"]
+            if len(spelled) == 1:
+                r["_group"][key] = spelled[0]
+
+
 def _check_unnamed(records: list[dict]) -> None:
     """A folder without a summary is placed by its name's keys: they must be the runs' keys."""
     known = {k for r in records if r["status"] != NO_SUMMARY for k in r["_group"]}
@@ -206,9 +228,12 @@ def load_results(path: str | Path, *, keep_duplicates: str | None = None) -> Res
     for folder in _job_folders(root):
         if not (folder / "summary.json").exists():
             record = no_summary_record(folder)
-            record.update({key: None for key in STABILITY_KEYS}, figures_missing="", identity=None)
+            record.update(
+                {key: None for key in STABILITY_KEYS}, figures_missing="", identity=None,
+                identities=(),
+            )  # fmt: skip
             records.append(record)
-            identities.append(None)
+            identities.append(())
             continue
         summary_path = folder / "summary.json"
         summary = load_summary(summary_path.parent)
@@ -229,8 +254,9 @@ def load_results(path: str | Path, *, keep_duplicates: str | None = None) -> Res
         record.update({key: stability.get(key) for key in STABILITY_KEYS})
         record["figures_missing"] = ",".join(k for k in STABILITY_KEYS if k not in stability)
         record["_summary"] = summary
-        record["identity"] = run_identity(summary, folder, record["group"])
-        identities.append(record["identity"])
+        record["identities"] = run_identities(summary, folder)
+        record["identity"] = record["identities"][0] if record["identities"] else None
+        identities.append(record["identities"])
         records.append(record)
     if len(ablations) > 1:
         names = ", ".join(sorted(str(a) for a in ablations))
@@ -243,6 +269,7 @@ def load_results(path: str | Path, *, keep_duplicates: str | None = None) -> Res
         summary = r.pop("_summary", None)
         if summary is not None:
             check_folder_name(summary, Path(r["path"]))
+    _resolve_named(records)
     _check_unnamed(records)
     _fold_variant_parameters(records)
     group_keys = tuple(sorted({k for r in records for k in r["_group"]}))
