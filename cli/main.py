@@ -59,3 +59,7 @@ app.command("calibrate")(_calibrate.calibrate)
 from cli import pool as _pool  # noqa: E402
 
 app.command("pool")(_pool.pool)
+
+from cli import export as _export  # noqa: E402
+
+app.command("export")(_export.export)
