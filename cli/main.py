@@ -14,7 +14,10 @@ app = typer.Typer(
         "Measure, don't guess, what a gradient trick does to training: MuZero's scale_gradient "
         "and its look-alikes (clipnorm, MaxNorm, stop_gradient, ...) swept over seeds.\n\n"
         "Main job: gradlab sweep ablation=hidden_scale (5 variants x regimes tuned and stress x "
-        "5 seeds on Catch; then gradlab table results/hidden_scale)"
+        "5 seeds on Catch; then gradlab table results/hidden_scale)\n\n"
+        "Elsewhere: gradlab table DIR --wandb (the table into a W&B run of the sweep's group), "
+        "gradlab export DIR -f csv|parquet|rliable (runs and curves for pandas and R, the score "
+        "matrix for rliable), import gradlab in a notebook (examples/notebook.ipynb)"
     ),
     no_args_is_help=True,
     add_completion=False,
@@ -59,3 +62,7 @@ app.command("calibrate")(_calibrate.calibrate)
 from cli import pool as _pool  # noqa: E402
 
 app.command("pool")(_pool.pool)
+
+from cli import export as _export  # noqa: E402
+
+app.command("export")(_export.export)

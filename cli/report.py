@@ -112,6 +112,24 @@ def table(
         ),
     ] = None,
     out: OutOption = None,
+    wandb: Annotated[
+        bool,
+        typer.Option(
+            "--wandb",
+            help="Also log the table into a W&B run of the sweep's group (a wandb.Table of every "
+            "number, and the Markdown and CSV as an artifact); offline unless WANDB_MODE says "
+            "otherwise; wandb sync uploads it. A W&B failure is a warning: the table is the "
+            "same.",
+        ),
+    ] = False,
+    wandb_dir: Annotated[
+        Path,
+        typer.Option(
+            "--wandb-dir",
+            help="Where the W&B run is written (WANDB_DIR/wandb/offline-run-*); never inside "
+            "RESULTS_DIR.",
+        ),
+    ] = Path("results/wandb"),
 ) -> None:
     """Per group: failed, lost after learning and never learned k/n (exact 95% CI), final return
     over every run, reaching the threshold by the end (cumulative incidence, divergence a competing
@@ -136,12 +154,15 @@ def table(
       gradlab table results/hidden_scale -m failed,final_return --rate-test barnard -f csv
 
       gradlab table results/hidden_scale --margin failed=0.2 --margin final_return=0.1
+
+      gradlab table results/hidden_scale --wandb
     """
     from experiments.report.table.render import render
     from gradlab._api import table as build
 
     fmt = output_format(fmt, out)
     refuse_inputs(out, [results_dir])  # before any work: an output never overwrites an input
+    mode = _wandb_mode(wandb_dir, results_dir) if wandb else None
     summary = build(
         results_dir,
         metrics=_split(metrics),
@@ -156,6 +177,42 @@ def table(
         note=lambda line: typer.echo(line, err=True),
     )
     emit(render(summary, fmt=fmt), out, [results_dir])
+    if mode is not None:  # after the table is out: W&B can only warn
+        _log_to_wandb(summary, mode, wandb_dir, results_dir)
+
+
+def _wandb_mode(wandb_dir: Path, results_dir: Path) -> str:
+    """``WANDB_MODE`` (offline when unset), and a ``--wandb-dir`` outside the results folder.
+
+    Raises:
+      ConfigError: an unknown mode, or a W&B folder that is or lies inside ``results_dir``.
+    """
+    import os
+
+    from experiments.report.table.to_wandb import wandb_mode
+
+    inside = results_dir.resolve()
+    if inside == wandb_dir.resolve() or inside in wandb_dir.resolve().parents:
+        raise ConfigError(
+            f"--wandb-dir '{wandb_dir}' lies inside the results folder '{results_dir}'; W&B "
+            "never writes into a results folder: choose another folder"
+        )
+    return wandb_mode(os.environ)
+
+
+def _log_to_wandb(summary, mode: str, wandb_dir: Path, results_dir: Path) -> None:
+    from experiments.report.table.render import render
+    from experiments.report.table.to_wandb import log_table
+
+    logged = log_table(summary, markdown=render(summary, fmt="md"),
+                       csv=render(summary, fmt="csv"), wandb_dir=wandb_dir, mode=mode,
+                       folder=results_dir)  # fmt: skip
+    for line in logged.warnings:
+        typer.echo(f"warning: W&B: {line}", err=True)
+    if logged.run_dir is not None:
+        typer.echo(f"W&B: table logged {logged.mode} to {logged.run_dir}"
+                   + (f" (upload: wandb sync {logged.run_dir})" if logged.mode == "offline"
+                      else ""), err=True)  # fmt: skip
 
 
 @guarded

@@ -205,10 +205,10 @@ LAYERS = (
 REPORT_LAYERS = (
     ("experiments.report.runs", "experiments.report.statistics"),
     ("experiments.report.table",),
-    ("experiments.report.pool", "experiments.report.figures"),
+    ("experiments.report.pool", "experiments.report.figures", "experiments.report.export"),
 )
 """Within the report, by role: reading the runs and the statistics (arrays and counts, no folder)
-at the bottom, the table on both, the pooled table and the figures on top."""
+at the bottom, the table on both, the pooled table, the figures and the export on top."""
 
 
 def _layer(module: str, layers) -> int | None:

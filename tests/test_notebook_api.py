@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -51,3 +52,51 @@ def test_curves_are_long_format_with_every_evaluation():
     assert frame["job"].nunique() == 50
     with pytest.raises(gradlab._api.ConfigError, match="unknown curve metric 'loss'"):
         gradlab.curves(MAIN, metrics=["loss"])
+
+
+class _Cells(HTMLParser):
+    """The rows of an HTML table as ``[(text, bold text)]`` per cell, and the paragraph below."""
+
+    def __init__(self):
+        super().__init__()
+        self.rows, self.paragraph, self._bold, self._where = [], "", False, None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "tr":
+            self.rows.append([])
+        elif tag in ("td", "th"):
+            self.rows[-1].append(["", ""])
+            self._where = "cell"
+        elif tag == "b":
+            self._bold = True
+        elif tag == "p":
+            self._where = "p"
+
+    def handle_endtag(self, tag):
+        self._bold = self._bold and tag != "b"
+        self._where = None if tag in ("td", "th", "p") else self._where
+
+    def handle_data(self, data):
+        if self._where == "cell":
+            self.rows[-1][-1][0] += data
+            self.rows[-1][-1][1] += data if self._bold else ""
+        elif self._where == "p":
+            self.paragraph += data
+
+
+def test_jupyter_s_html_shows_the_markdown_s_cells_bold_alike_and_the_caption():
+    table = gradlab.table(MAIN)
+    parser = _Cells()
+    parser.feed(table._repr_html_())
+    markdown, caption = table.to_markdown().split("\n\n", 1)
+    lines = markdown.splitlines()
+    expected = []  # by hand from the Markdown: cells between "|", "**x**" bold, the rule skipped
+    for line in lines[:1] + lines[2:]:
+        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+        expected.append(
+            [(c.replace("**", ""), c.split("**")[1] if "**" in c else "") for c in cells]
+        )
+    got = [[tuple(cell) for cell in row] for row in parser.rows]
+    assert got == expected
+    assert sum(bool(b) for row in got for _, b in row) == table.to_markdown().count("**") // 2 > 0
+    assert parser.paragraph == caption.rstrip("\n")

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import struct
-import time
 from pathlib import Path
 
 import pytest
+from _wandb_records import record_objects, wait_for_exit
 
 from experiments.jobs import tracking
 
@@ -53,49 +52,10 @@ def test_offline_run_lands_in_the_job_folder(tmp_path, monkeypatch):
     assert len(runs) == 1 and runs[0].stat().st_size > 0
 
 
-def _record_objects(run_file):
-    """The ``wandb_internal_pb2.Record`` objects of a W&B run file, read independently of the
-    W&B client: a 7-byte header, then LevelDB-log records (32 KiB blocks; each piece has a 7-byte
-    header: CRC, length, type 1 full / 2 first / 3 middle / 4 last)."""
-    from wandb.proto import wandb_internal_pb2
-
-    data = run_file.read_bytes()
-    assert data[:4] == b":W&B"
-    block, pos, pieces = 32768, 7, []
-    while pos + 7 <= len(data):
-        left = block - pos % block
-        _, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
-        if left < 7 or (kind == 0 and length == 0):  # block trailer / padding
-            pos += left
-            continue
-        pieces.append(data[pos + 7 : pos + 7 + length])
-        pos += 7 + length
-        if kind in (1, 4):
-            yield wandb_internal_pb2.Record.FromString(b"".join(pieces))
-            pieces = []
-
-
-def _records(run_file):
-    """The records of a W&B run file as ``(type, step)`` pairs (step 0 for all but history)."""
-    out = []
-    for record in _record_objects(run_file):
-        which = record.WhichOneof("record_type")
-        out.append((which, record.history.step.num if which == "history" else 0))
-    return out
-
-
 def _history_steps(run_file, timeout_s=30.0):
-    """The steps of the history records of a finished run's file. W&B's service process writes
-    the file, and ``run.finish()`` can return before it has written all of it (seen about once
-    in 20 first runs of a process), so this waits for the run's ``exit`` record, at most
-    ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    records = _records(run_file)
-    while ("exit", 0) not in records and time.monotonic() < deadline:
-        time.sleep(0.05)
-        records = _records(run_file)
-    assert ("exit", 0) in records, f"{run_file} has no exit record after {timeout_s} s"
-    return [step for which, step in records if which == "history"]
+    """The steps of the history records of a finished run's file (its ``exit`` record awaited,
+    :func:`_wandb_records.wait_for_exit`)."""
+    return [step for which, step in wait_for_exit(run_file, timeout_s) if which == "history"]
 
 
 @pytest.mark.parametrize(
@@ -178,11 +138,9 @@ def test_init_failure_continues_without_wandb(tmp_path, monkeypatch, capsys, mod
 def _summary_items(run_file, timeout_s=30.0) -> dict:
     """The summary items (key -> decoded JSON value) of a finished run's file (waiting for its
     exit record, as _history_steps)."""
-    deadline = time.monotonic() + timeout_s
-    while ("exit", 0) not in _records(run_file) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for_exit(run_file, timeout_s)
     out = {}
-    for record in _record_objects(run_file):
+    for record in record_objects(run_file):
         if record.WhichOneof("record_type") == "summary":
             for item in record.summary.update:
                 out[item.key or "/".join(item.nested_key)] = json.loads(item.value_json)

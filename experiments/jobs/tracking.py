@@ -20,7 +20,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-__all__ = ["NAMESPACES", "NullTracker", "Tracker", "WandbTracker", "make_tracker", "namespaced"]
+__all__ = [
+    "NAMESPACES",
+    "NullTracker",
+    "Tracker",
+    "WandbTracker",
+    "make_tracker",
+    "namespaced",
+    "online_problem",
+]
 
 NAMESPACES = ("loss", "grad", "eval", "hidden", "selfplay", "env", "time", "stability")
 """Metric key prefixes; a key without a ``/`` is put under ``train/``."""
@@ -108,6 +116,14 @@ def _has_api_key() -> bool:
         return bool(auth and auth[2])
     except (OSError, netrc.NetrcParseError):
         return False
+
+
+def online_problem() -> str | None:
+    """Why logging to W&B online cannot work here (no API key, or the server cannot be reached
+    within :data:`PROBE_TIMEOUT_S`), or None when it can."""
+    if not _has_api_key():
+        return "no W&B API key is set"
+    return _unreachable()
 
 
 class WandbTracker:

@@ -14,4 +14,6 @@ By role, lowest first (a subpackage imports only those before it):
   CSV and JSON;
 * ``pool/``: ``gradlab pool``: one endpoint across strata, pooled (the table and its text);
 * ``figures/``: ``gradlab plot`` (import it explicitly: it loads matplotlib).
+* ``export/``: ``gradlab export``: the runs and curves as CSV or parquet, and the score matrix
+  rliable takes.
 """

@@ -1,11 +1,12 @@
-"""Text escaping and a Markdown table writer (``DataFrame.to_markdown`` needs ``tabulate``, which
-gradlab does not depend on)."""
+"""Text escaping, and Markdown and HTML table writers (``DataFrame.to_markdown`` needs
+``tabulate``, which gradlab does not depend on)."""
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 
-__all__ = ["latex_escape", "latex_stack", "latex_text", "markdown_table"]
+__all__ = ["html_table", "latex_escape", "latex_stack", "latex_text", "markdown_table"]
 
 _LATEX = {
     "\\": r"\textbackslash{}",
@@ -86,3 +87,38 @@ def markdown_table(
         "-" * (w - 1) + ":" if a == "right" else "-" * w for w, a in zip(widths, align, strict=True)
     ]
     return "\n".join([line(header), line(rule), *(line(row) for row in rows)])
+
+
+def html_table(
+    header: Sequence[str],
+    rows: Sequence[Sequence[tuple[str, str, bool]]],
+    *,
+    align: Sequence[str],
+    caption: str,
+) -> str:
+    """An HTML table (what Jupyter shows) with its caption as a paragraph below, every text
+    escaped.
+
+    Args:
+      header: ``[C]`` column names.
+      rows: ``[R][C]`` cells, each ``(first, rest, bold)``: the cell reads ``first + rest``, and
+        ``first`` goes into ``<b>`` when ``bold`` (as Markdown bolds a cell's estimate alone).
+      align: ``[C]`` ``left`` or ``right`` per column.
+      caption: the paragraph below the table.
+    """
+    if any(len(row) != len(header) for row in rows) or len(align) != len(header):
+        raise ValueError("every row and the alignment need one entry per header column")
+
+    def cell(tag: str, side: str, first: str, rest: str = "", bold: bool = False) -> str:
+        text = f"<b>{html.escape(first)}</b>" if bold else html.escape(first)
+        return f'<{tag} style="text-align: {side}">{text}{html.escape(rest)}</{tag}>'
+
+    head = "".join(cell("th", a, h) for h, a in zip(header, align, strict=True))
+    body = "".join(
+        "<tr>" + "".join(cell("td", a, *c) for c, a in zip(row, align, strict=True)) + "</tr>"
+        for row in rows
+    )
+    return (
+        f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>\n"
+        f"<p>{html.escape(caption)}</p>\n"
+    )

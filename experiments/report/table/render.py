@@ -1,5 +1,5 @@
-"""The table of :func:`~experiments.report.table.summarize.summarize` as Markdown, LaTeX, CSV or
-JSON.
+"""The table of :func:`~experiments.report.table.summarize.summarize` as Markdown, LaTeX, CSV,
+JSON or HTML (the Markdown table's cells, what Jupyter shows).
 
 Markdown and LaTeX show, per group: the keys that vary (keys every run shares go into the caption),
 ``n`` (runs of the design, when groups differ), and per metric three things: the estimate with its
@@ -34,7 +34,7 @@ import pandas as pd
 
 from experiments.base.errors import unknown_choice
 from experiments.report.table.caption import table_caption
-from experiments.report.table.markup import latex_stack, latex_text, markdown_table
+from experiments.report.table.markup import html_table, latex_stack, latex_text, markdown_table
 from experiments.report.table.metrics import METRICS
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = ["FORMATS", "format_number", "format_p", "render", "table_caption"]
 
-FORMATS = ("md", "latex", "csv", "json")
+FORMATS = ("md", "latex", "csv", "json", "html")
 _DASH = "—"
 _ARROW = {True: " ↑", False: " ↓", None: ""}
 _LATEX_METRICS = 3  # metric columns per LaTeX block: three stacked cells fit a 345pt text width
@@ -270,9 +270,16 @@ def _latex(table: Table, *, caption_text: str | None, label: str | None) -> str:
     return head + "\\par\\medskip\n".join(tabulars) + "\\end{table}\n"
 
 
-def _markdown(table: Table) -> str:
+def _flat(table: Table) -> tuple[list[str], list[list[_Cell]], list[str]]:
+    """The Markdown and HTML tables' column names, rows and alignments (one column per item)."""
     headers, body = _columns(table, stacked=False)
     names = [b if not a else f"{a} {b}".replace(" k/n", "") for a, b in headers]
+    n_keys = len(table.shown_keys or ["group"])
+    return names, body, ["left"] * n_keys + ["right"] * (len(headers) - n_keys)
+
+
+def _markdown(table: Table) -> str:
+    names, body, align = _flat(table)
     rows = []
     for line in body:
         texts = []
@@ -280,9 +287,20 @@ def _markdown(table: Table) -> str:
             first = f"**{cell.lines[0]}**" if cell.bold else cell.lines[0]
             texts.append(cell.joiner.join([first, *cell.lines[1:]]))
         rows.append(texts)
-    n_keys = len(table.shown_keys or ["group"])
-    align = ["left"] * n_keys + ["right"] * (len(headers) - n_keys)
     return markdown_table(names, rows, align=align) + f"\n\n{table_caption(table)}\n"
+
+
+def _html(table: Table) -> str:
+    """The Markdown table's cells as an HTML table (bold the same cells), its caption below."""
+    names, body, align = _flat(table)
+    rows = [
+        [
+            (cell.lines[0], "".join(cell.joiner + x for x in cell.lines[1:]), cell.bold)
+            for cell in line
+        ]
+        for line in body
+    ]
+    return html_table(names, rows, align=align, caption=table_caption(table))
 
 
 def _json(table: Table) -> str:
@@ -322,7 +340,8 @@ def render(
       table: from :func:`~experiments.report.table.summarize.summarize`.
       fmt: ``md`` (GitHub Markdown, caption below), ``latex`` (pandas Styler, booktabs rules,
         caption and label; needs only ``\\usepackage{booktabs}``), ``csv`` or ``json`` (every
-        numeric column, NaN as null, the table's settings beside the rows).
+        numeric column, NaN as null, the table's settings beside the rows), ``html`` (the
+        Markdown table's cells and caption, what Jupyter shows).
       caption: LaTeX caption (escaped here); default: :func:`table_caption`.
       label: LaTeX label; default ``tab:<ablation>``.
 
@@ -337,4 +356,6 @@ def render(
         return table.rows.to_csv(index=False)
     if fmt == "json":
         return _json(table)
+    if fmt == "html":
+        return _html(table)
     raise unknown_choice("format", fmt, FORMATS)

@@ -147,8 +147,17 @@ class Table:
 
         return render(self, fmt="latex")
 
+    def to_html(self) -> str:
+        """The Markdown table's cells as an HTML table, its caption below."""
+        from experiments.report.table.render import render
+
+        return render(self, fmt="html")
+
     def _repr_markdown_(self) -> str:  # Jupyter shows the table as the CLI prints it
         return self.to_markdown()
+
+    def _repr_html_(self) -> str:  # what Jupyter prefers: the same cells, bold the same
+        return self.to_html()
 
 
 @dataclasses.dataclass(frozen=True)
