@@ -66,3 +66,6 @@ app.command("pool")(_pool.pool)
 from cli import export as _export  # noqa: E402
 
 app.command("export")(_export.export)
+
+if __name__ == "__main__":  # ``python -m cli.main``, as ``python -m cli`` and ``gradlab``
+    app(prog_name="gradlab")

@@ -82,6 +82,7 @@ def test_python_m_cli_is_the_command_line():
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-m", "cli", "--help"], capture_output=True,
-                          text=True, check=False, timeout=120)  # fmt: skip
-    assert done.returncode == 0 and "Usage: gradlab" in done.stdout
+    for module in ("cli", "cli.main"):  # python -m cli.main did nothing (issue 49 item 8)
+        done = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True,
+                              text=True, check=False, timeout=120)  # fmt: skip
+        assert done.returncode == 0 and "Usage: gradlab" in done.stdout, module
