@@ -122,12 +122,14 @@ def pool(
     ] = False,
     keep_duplicates: KeepDuplicatesOption = None,
     margin: Annotated[
-        float | None,
+        str | None,
         typer.Option(
             "--margin",
-            help="A rate endpoint's equivalence margin (a risk difference, e.g. 0.1): adds "
-            "the pooled risk difference with its 90% CI, two one-sided tests against ±margin "
-            "and the verdict (equivalent, different, not separated).",
+            help="ENDPOINT=VALUE, as gradlab table takes it: the pooled endpoint's equivalence "
+            "margin (for a rate, a risk difference, e.g. failed=0.1): adds the pooled "
+            "difference with its 90% CI, two one-sided tests against ±margin and the verdict "
+            "(equivalent, different, not separated). A study's registered margin applies "
+            "without it.",
         ),
     ] = None,
     fmt: FormatOption = None,
@@ -153,7 +155,7 @@ def pool(
       gradlab pool results/findings/*/study3_tuned --by-name -e final_return
 
       gradlab pool results/findings/study_faithful_* --by-name --primary scale_gradient
-      --margin 0.1
+      --margin failed=0.1
 
       gradlab pool results/findings/study_cartpole_stress results/findings/study_breakout_stress
       --primary scale_gradient --by-name -o pooled.tex
@@ -161,9 +163,11 @@ def pool(
     from experiments.protocols.study.analysis import declared_family
     from experiments.report.pool.across import across_table
     from experiments.report.pool.render import render_across
+    from experiments.report.statistics.equivalence import parse_pool_margin
 
     fmt = output_format(fmt, out)
     refuse_inputs(out, folders)  # before any work: an output never overwrites an input
+    endpoint, margin = parse_pool_margin(margin, endpoint)  # one syntax with gradlab table
     family = declared_family(folders[0]) if len(folders) == 1 else None
     if family is not None and endpoint in (None, family.pooled[0]["endpoint"]):
         text = _family(folders[0], primary=primary, margin=margin, fmt=fmt)

@@ -81,7 +81,7 @@ def test_pool_margin_gives_the_verdicts(tmp_path):
     assert same.p_adjusted == pytest.approx(min(1.0, 2 * min(raw)))
     assert same.p_adjusted < 0.05 and same.verdict == "equivalent within ±0.15"
     assert worse.difference == pytest.approx(0.4) and worse.verdict == "different"
-    out = CliRunner().invoke(app, ["pool", str(one), str(two), "--margin", "0.15"])
+    out = CliRunner().invoke(app, ["pool", str(one), str(two), "--margin", "failed=0.15"])
     assert out.exit_code == 0, out.output
     assert "TOST p_adj" in out.output and "equivalent within ±0.15" in out.output
     assert "Equivalence within ±0.15" in out.output
@@ -90,9 +90,21 @@ def test_pool_margin_gives_the_verdicts(tmp_path):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--margin", "0"], "--margin 0.0 is out of range"),
-        (["--margin", "1.5"], "--margin 1.5 is out of range"),
-        (["-e", "final_return", "--margin", "0.1"], "'final_return' is a value"),
+        (["--margin", "failed=0"], "--margin 0.0 is out of range"),
+        (["--margin", "failed=1.5"], "--margin 1.5 is out of range"),
+        (["-e", "final_return", "--margin", "final_return=0.1"], "'final_return' is a value"),
+        # one syntax with gradlab table (issue 50 item 6): the old bare number names the new one
+        (
+            ["--margin", "0.1"],
+            "--margin '0.1': give ENDPOINT=VALUE, as gradlab table takes it "
+            "(e.g. --margin failed=0.1)",
+        ),
+        (
+            ["-e", "unstable", "--margin", "failed=0.1"],
+            "--margin 'failed=0.1' is for 'failed', "
+            "but the pooled endpoint is 'unstable' (-e); give --margin unstable=VALUE",
+        ),
+        (["--margin", "failed=abc"], "expected ENDPOINT=VALUE with VALUE a number"),
     ],
 )
 def test_bad_margins_are_one_line_exit_2(tmp_path, args, message):

@@ -303,7 +303,7 @@ def test_pool_tables_the_registered_family_from_the_record_alone(across, tmp_pat
     starred = any("*" in str(v) for row in table["rows"] for v in row.values())
     assert starred == table["confirmatory"]
     # a margin other than the registered one, or another arm, is refused in one line
-    other = CliRunner().invoke(app, ["pool", str(folder), "--margin", "0.1"])
+    other = CliRunner().invoke(app, ["pool", str(folder), "--margin", "normalised_return=0.1"])
     assert other.exit_code == 2 and "disagrees with study across_test's registered margin" in (
         other.output
     )

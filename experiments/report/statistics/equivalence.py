@@ -389,6 +389,45 @@ def parse_margins(
     return out
 
 
+def parse_pool_margin(text: str | None, endpoint: str | None) -> tuple[str | None, float | None]:
+    """``gradlab pool --margin ENDPOINT=VALUE`` (the syntax of ``gradlab table --margin``) ->
+    ``(the endpoint, the margin)``; ``(endpoint, None)`` without one.
+
+    Args:
+      text: the option's text, or None.
+      endpoint: the pooled endpoint given with ``-e`` (None: not given; the margin's endpoint is
+        then the pooled one).
+
+    Raises:
+      ConfigError: one line: a bare number (the old form, naming the new one), no value, a
+        value that is not a finite number, or an endpoint other than ``-e``'s. The range is
+        checked where the endpoint's kind is known (a rate's margin is in (0, 1)).
+    """
+    if text is None:
+        return endpoint, None
+    name, sep, value = (s.strip() for s in text.partition("="))
+    if not sep:
+        example = f"{endpoint or 'failed'}={text.strip()}"
+        raise ConfigError(
+            f"--margin {text!r}: give ENDPOINT=VALUE, as gradlab table takes it (e.g. "
+            f"--margin {example})"
+        )
+    try:
+        number = float(value)
+    except ValueError:
+        number = float("nan")
+    if not name or not math.isfinite(number):
+        raise ConfigError(
+            f"--margin {text!r}: expected ENDPOINT=VALUE with VALUE a number (e.g. failed=0.1)"
+        )
+    if endpoint is not None and name != endpoint:
+        raise ConfigError(
+            f"--margin {text!r} is for {name!r}, but the pooled endpoint is {endpoint!r} (-e); "
+            f"give --margin {endpoint}=VALUE"
+        )
+    return name, number
+
+
 def equivalence_sentences(margins: Sequence[Margin], *, alpha: float) -> list[str]:
     """The caption's sentences on the margins and the method (none without a margin)."""
     if not margins:
