@@ -169,21 +169,22 @@ def table(
 
 
 def pool(folders: Sequence[str | Path] | str | Path, **options: Any) -> Any:
-    """``gradlab pool`` as a typed table: for one folder of a study across tasks, its registered
-    confirmatory family (:class:`experiments.report.pool.family.FamilyTable`); otherwise one
-    endpoint across the folders (:class:`experiments.report.pool.table.Across`), with the
-    options of :func:`experiments.report.pool.across.across_table` (``endpoint``, ``baseline``,
-    ``primary``, ``by_name``, ``margin``, ...).
+    """``gradlab pool`` as a typed table (the same call as the command's,
+    :func:`experiments.protocols.study.pooled.pool_folders`, so the same ``*``): for one folder
+    of a study across tasks, its registered confirmatory family
+    (:class:`experiments.report.pool.family.FamilyTable`); otherwise one endpoint across the
+    folders (:class:`experiments.report.pool.table.Across`). Options: ``endpoint``,
+    ``baseline``, ``alpha``, ``primary``, ``by_name``, ``keep_duplicates``, ``margin``, and
+    ``note`` (called with each line the command prints on stderr).
     """
-    from experiments.protocols.study.analysis import declared_family
-    from experiments.report.pool.across import across_table
+    from experiments.protocols.study.pooled import pool_folders
 
     paths = [Path(folders)] if isinstance(folders, str | Path) else [Path(f) for f in folders]
-    family = declared_family(paths[0]) if len(paths) == 1 else None
-    if family is not None:
-        return family_table_of(paths[0], primary=options.get("primary"),
-                               margin=options.get("margin"))  # fmt: skip
-    return across_table(paths, **options)
+    note = options.pop("note", None)
+    pooled = pool_folders(paths, **options)
+    for line in pooled.notes:
+        _say(note, line)
+    return pooled.table
 
 
 def family_table_of(
@@ -194,42 +195,15 @@ def family_table_of(
     note: Callable[[str], None] | None = None,
 ) -> Any:
     """The registered confirmatory family of a study across tasks' folder, read from its record
-    alone (``*`` only while its audit passes); a ``margin`` or ``primary`` that disagrees with
-    the record is refused.
+    alone (``*`` only while its audit passes; :func:`experiments.protocols.study.pooled.
+    family_table`); a ``margin`` or ``primary`` that disagrees with the record is refused.
 
     Raises:
       ConfigError: the folder is no study across tasks', or a disagreeing margin or arm.
     """
-    from experiments.protocols.study.analysis import audit_note, declared_family
-    from experiments.report.pool.family import FamilySpec, family_table
-    from experiments.report.runs.normalised import add_normalised
-    from experiments.report.runs.results import load_results
+    from experiments.protocols.study.pooled import family_table
 
-    family = declared_family(folder)
-    if family is None:
-        raise ConfigError(f"'{folder}' holds no record of a study across tasks")
-    contrast = family.pooled[0]
-    registered = contrast.get("margin")
-    if margin is not None and margin != registered:
-        raise ConfigError(
-            f"--margin {margin:g} disagrees with study {family.study}'s registered margin "
-            f"{registered}; leave --margin out to apply the registered one"
-        )
-    if primary is not None and primary != contrast["arm"]:
-        raise ConfigError(
-            f"--primary {primary} is not study {family.study}'s registered arm "
-            f"({contrast['arm']}); its family is read from its record"
-        )
-    why = audit_note(folder)
+    table, why = family_table(folder, primary=primary, margin=margin)
     if why:
         _say(note, f"note: {why}")
-    frame = load_results(folder).runs
-    if contrast["endpoint"] == "normalised_return":
-        frame = add_normalised(frame, family.normalisation)
-    spec = FamilySpec(
-        study=family.study, arm=str(contrast["arm"]), baseline=family.baseline,
-        endpoint=str(contrast["endpoint"]), alpha=float(contrast["alpha"]), margin=registered,
-        per_task=family.per_task, confirmatory=why is None, why_not=why,
-        normalisation=family.normalisation,
-    )  # fmt: skip
-    return family_table(frame, spec, family.tasks)
+    return table

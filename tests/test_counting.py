@@ -22,12 +22,12 @@ from typer.testing import CliRunner
 
 from cli.jobs import parallel_jobs
 from cli.main import app
-from cli.pool import registrations
 from experiments.base.errors import ConfigError
 from experiments.base.process import cores
 from experiments.config import MAX_SEED
 from experiments.jobs import store
 from experiments.jobs.summary import Summary
+from experiments.protocols.study.pooled import registrations
 from experiments.report.pool.across import across_table
 from experiments.report.runs.results import load_results
 

@@ -8,8 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from cli.pool import registrations
 from experiments.base.errors import ConfigError
+from experiments.protocols.study.pooled import registrations
 from experiments.report.pool.across import across_table
 from experiments.report.pool.pooled import pooled_equivalence
 from experiments.report.statistics.equivalence import rate_equivalence

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from cli.pool import registrations
 from experiments.base.errors import ConfigError
+from experiments.protocols.study.pooled import registrations
 from experiments.report.pool.across import across_table
 from experiments.report.pool.render import across_records, render_across
 from experiments.report.statistics.pooled_ranks import Sample, van_elteren
