@@ -149,9 +149,8 @@ def calibrate(
 
       gradlab sweep ablation=hidden_scale regime=calibrated/cartpole task=cartpole
     """
-    from cli.jobs import config_dir_of, job_of, parallel_jobs, sweep_command
+    from cli.jobs import config_dir_of, job_of, parallel_jobs
     from experiments.launch.settings import launcher_given
-    from experiments.launch.sweep import SweepRequest
     from experiments.protocols.calibration.calibrate import prepare, run_calibration
 
     # runs at once, as the sweep runs them (checked first, a dry run too: a bad --jobs is one
@@ -172,12 +171,26 @@ def calibrate(
         _print_plan(cal)
         return
 
+    outcome = run_calibration(cal, _sweeper(jobs, conf, job), echo=typer.echo, batch=batch)
+    _report(cal, outcome)
+
+
+def _sweeper(jobs: str, conf: Path, job):
+    """One rung's sweep through the sweep service, printed as `gradlab sweep` prints it."""
+    from cli.jobs import sweep_command
+    from experiments.launch.sweep import SweepRequest
+
     def run_sweep(sweep_overrides: list[str]) -> None:
         request = SweepRequest(tuple(sweep_overrides), jobs=jobs, config_dir=conf, job=job)
         sweep_command(request)  # a refusal raises (exit 2); failed, unfinished or stopped
         # runs: the rung's counts say so, and the calibration stops there
 
-    outcome = run_calibration(cal, run_sweep, echo=typer.echo, batch=batch)
+    return run_sweep
+
+
+def _report(cal: Calibration, outcome) -> None:
+    """The last lines: the chosen rung and its regime, or the ladder exhausted, or incomplete
+    (exit 1), with the clip threshold by each rule."""
     where = cal.folder / "calibration.md"
     record = outcome.record
     if outcome.status == "chosen" and record.chosen_rung is not None:
