@@ -140,12 +140,14 @@ def _part(table: Table, blocks: list[layout.Block]) -> str:
     if len(rows) == len(table.rows):
         return text
     labels = table.rows["stratum_label"]
+    keys = ", ".join(table.strata_keys)
     strata = []
     for label in dict.fromkeys(labels.iloc[rows]):
         members = [i for i in range(len(labels)) if labels.iloc[i] == label]
         held = [i for i in members if i in rows]
         whole = len(held) == len(members)
-        strata.append(label if whole else f"{label} (rows {held[0] + 1}-{held[-1] + 1})")
+        named = f"{keys}={label}" if len(table.strata_keys) == 1 else f"{keys} {label}"
+        strata.append(named if whole else f"{named} (rows {held[0] + 1}-{held[-1] + 1})")
     return f"{text}; {', '.join(strata)}"
 
 
