@@ -128,6 +128,26 @@ def test_committed_table_compiles_within_the_page(folder, tmp_path):
     short, full = (render(table, fmt="latex", methods=m) for m in ("short", "full"))
     assert problems(compile_table(short, tmp_path)) == []
     assert problems(compile_table(short, tmp_path, two_column=True)) == []
-    log = compile_table(full, tmp_path)
-    assert problems(log) == []
-    assert pages(log) >= len(_floats(short))  # a float a page at most, the method after them
+    assert problems(compile_table(full, tmp_path)) == []
+
+
+def test_the_main_job_splits_by_endpoint_then_regime():
+    from gradlab._api import table as build
+
+    text = render(build(FINDINGS / "hidden_scale", note=lambda line: None), fmt="latex")
+    parts = [re.search(r"Part \d of 4: ([^.]*)\.", f).group(1) for f in _floats(text)]
+    assert parts == [
+        "failed, lost after learning, never learned; regime=stress",
+        "failed, lost after learning, never learned; regime=tuned",
+        "final return, reached by end (CIF), grad norm p99; regime=stress",
+        "final return, reached by end (CIF), grad norm p99; regime=tuned",
+    ]
+
+
+@pytest.mark.skipif(engine() is None, reason="no LaTeX engine (pdflatex, lualatex, tectonic)")
+def test_the_main_job_takes_a_page_a_float(tmp_path):
+    from gradlab._api import table as build
+
+    text = render(build(FINDINGS / "hidden_scale", note=lambda line: None), fmt="latex")
+    log = compile_table(text, tmp_path)
+    assert problems(log) == [] and pages(log) == len(_floats(text)) == 4
