@@ -226,6 +226,8 @@ def short_caption(table: Table) -> str:
     total = int(table.rows["excluded"].sum())
     excluded = f"; {total} more excluded (last column)" if total else ""
     parts.append(f"{n}, every completed or diverged run counted{excluded}.")
+    if any(METRICS[m].kind == "value" for m in table.metrics):
+        parts.append(f"Other than rates: the {STAT_LABEL[table.stat]} over runs.")
     if any(METRICS[m].itt for m in table.metrics):
         parts.append("A diverged run's final return: its task's random-policy return.")
     level = f"{round(100 * table.confidence)}%"
