@@ -18,7 +18,7 @@ from cli._output import (
     output_format,
     refuse_inputs,
 )
-from experiments.base.errors import ConfigError
+from experiments.base.errors import ConfigError, unknown_choice
 
 __all__ = ["plot", "table"]
 
@@ -111,6 +111,15 @@ def table(
             "equivalent within ±margin, different, or not separated.",
         ),
     ] = None,
+    caption: Annotated[
+        str | None,
+        typer.Option(
+            "--caption",
+            help="LaTeX only: short (default: what, n, the tests, the correction, bold and *) | "
+            "full (and the whole method text as a paragraph after the table, "
+            "\\ref-ing its label). Markdown always carries the whole caption.",
+        ),
+    ] = None,
     out: OutOption = None,
     wandb: Annotated[
         bool,
@@ -145,11 +154,19 @@ def table(
     counted apart, never averaged. The caption says all of this with the numbers used. The same
     folder always gives the same table (the bootstrap is seeded).
 
+    LaTeX (-f latex, or -o X.tex) goes into a paper as it is: table floats that need only
+    booktabs, each within a 10pt article's page (a two-column class: replace table by table*);
+    a short caption (--caption full adds the method text as a paragraph); a table too wide or
+    too tall for a page is split by endpoint, then by regime (stratum), then by rows, into
+    floats marked "continued", never cut.
+
     Examples:
 
       gradlab table results/hidden_scale
 
       gradlab table results/hidden_scale --analysis paired --format latex -o table.tex
+
+      gradlab table results/hidden_scale -f latex --caption full -o table.tex
 
       gradlab table results/hidden_scale -m failed,final_return --rate-test barnard -f csv
 
@@ -157,10 +174,16 @@ def table(
 
       gradlab table results/hidden_scale --wandb
     """
-    from experiments.report.table.render import render
+    from experiments.report.table.render import METHODS, render
     from gradlab._api import table as build
 
     fmt = output_format(fmt, out)
+    if caption is not None and caption not in METHODS:
+        raise unknown_choice("--caption", caption, METHODS)
+    if caption is not None and fmt != "latex":
+        raise ConfigError(
+            f"--caption applies to -f latex; -f {fmt} always carries the whole caption"
+        )
     refuse_inputs(out, [results_dir])  # before any work: an output never overwrites an input
     mode = _wandb_mode(wandb_dir, results_dir) if wandb else None
     summary = build(
@@ -176,7 +199,7 @@ def table(
         keep_duplicates=keep_duplicates,
         note=lambda line: typer.echo(line, err=True),
     )
-    emit(render(summary, fmt=fmt), out, [results_dir])
+    emit(render(summary, fmt=fmt, methods=caption or "short"), out, [results_dir])
     if mode is not None:  # after the table is out: W&B can only warn
         _log_to_wandb(summary, mode, wandb_dir, results_dir)
 

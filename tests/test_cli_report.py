@@ -107,6 +107,20 @@ def test_table_latex_to_file_and_json(folder, tmp_path):
     assert json.loads(result.stdout)["rows"][1]["final_return"] == pytest.approx(0.7)
 
 
+def test_table_caption_full_and_bad_choices(folder):
+    short = runner.invoke(app, ["table", str(folder), "-f", "latex"])
+    full = runner.invoke(app, ["table", str(folder), "-f", "latex", "--caption", "full"])
+    assert short.exit_code == full.exit_code == 0, full.output
+    assert full.stdout.startswith(short.stdout.rstrip("\n")) and "method.}" in full.stdout
+    assert "method.}" not in short.stdout and "percentile-bootstrap" in full.stdout
+    bad = runner.invoke(app, ["table", str(folder), "-f", "latex", "--caption", "long"])
+    assert bad.exit_code == 2
+    assert bad.output.strip() == "error: unknown --caption 'long'; choose one of: full, short"
+    md = runner.invoke(app, ["table", str(folder), "--caption", "full"])
+    assert md.exit_code == 2 and "--caption applies to -f latex" in md.output
+    assert len(md.output.strip().splitlines()) == 1
+
+
 def test_plot(folder, tmp_path):
     result = runner.invoke(app, ["plot", str(folder), "--out", str(tmp_path / "figs")])
     assert result.exit_code == 0, result.output

@@ -1,23 +1,24 @@
 """Rendering the table: Markdown and LaTeX cells and captions, CSV/JSON numbers, number formats,
-and a LaTeX compile in a plain article (skipped when no TeX engine is installed)."""
+and a LaTeX compile in a plain article and a two-column one (skipped when no TeX engine is
+installed)."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import itertools
 import json
 import re
-import shutil
-import subprocess
 
 import pandas as pd
 import pytest
+from _latex import compile_table, engine, problems
 
 from experiments.base.errors import ConfigError
 from experiments.report.runs.results import load_results
 from experiments.report.table.markup import latex_escape, markdown_table
 from experiments.report.table.render import format_number, format_p, render
-from experiments.report.table.summarize import summarize
+from experiments.report.table.summarize import Confirmed, summarize
 
 
 def _job(root, name, *, status="completed", group, seed, stability, **extra):
@@ -283,8 +284,34 @@ def test_latex_structure(stress):
             r"\scriptsize [-1.00, -0.39]\\{}\scriptsize p=0.016") in row  # fmt: skip
     assert row.count(r"\textbf{") == 2 and row.endswith(r"& 1 \\")  # 1 run excluded
     assert r"\textbf" not in next(line for line in text.splitlines() if line.startswith("none &"))
-    assert r"95\% percentile-bootstrap" in text and r"$\alpha$ = 0.05" in text
-    assert "CI below" in text and "p\\_adj (below)" in text and "p\\_adj $<$ $\\alpha$" in text
+
+
+def test_latex_caption_is_short_and_full_adds_the_method(stress):
+    short = render(stress, fmt="latex")
+    caption = short[short.index(r"\caption{") : short.index(r"\footnotesize")]
+    for words in ("n = 5 runs per group", "Fisher's exact test (rates)", "Mann--Whitney U",
+                  "Holm-adjusted over the table (m=2)", r"p\_\allowbreak{}adj $<$ $\alpha$ = 0.05",
+                  "1 more excluded (last column)", "random-policy return"):  # fmt: skip
+        assert words in caption, words
+    assert len(caption) < 900 and "percentile-bootstrap" not in short  # the method is not in it
+    full = render(stress, fmt="latex", methods="full")
+    assert full.startswith(short)  # the same table, then the method as a paragraph
+    method = full[len(short) :]
+    assert method.startswith(r"\par\medskip\noindent{\sloppy\textbf{Table~\ref{tab:hidden_scale}")
+    assert r"95\% percentile-bootstrap" in method and "CI below" in method
+    assert r"p\_\allowbreak{}adj (below)" in method
+
+
+def test_latex_caption_stars_only_a_confirmatory_contrast(stress):
+    assert "*: confirmatory" not in render(stress, fmt="latex")
+    starred = dataclasses.replace(stress, confirmatory=(Confirmed("variant=sg", "unstable"),))
+    text = render(starred, fmt="latex")
+    assert "*: confirmatory, declared before the runs, tested alone (m=1)." in text
+
+
+def test_latex_bad_caption_choice_names_the_choices(stress):
+    with pytest.raises(ConfigError, match=r"^unknown caption 'long'; choose one of: full, short$"):
+        render(stress, fmt="latex", methods="long")
 
 
 def test_latex_escapes_names(tmp_path):
@@ -293,51 +320,28 @@ def test_latex_escapes_names(tmp_path):
     assert r"scale\_gradient" in text and "scale_gradient &" not in text
 
 
-def _engine() -> str | None:
-    return next((e for e in ("pdflatex", "lualatex", "tectonic") if shutil.which(e)), None)
-
-
-def _compile(table_tex: str, folder) -> str:
-    """Compiles the table in a plain article; returns the log. Overfull boxes are reported from
-    0pt on (``\\hfuzz=0pt``), so any excess width shows."""
-    engine = _engine()
-    doc = (
-        "\\documentclass{article}\n\\usepackage{booktabs}\n\\hfuzz=0pt\n"
-        f"\\begin{{document}}\n{table_tex}\n\\end{{document}}\n"
-    )
-    (folder / "doc.tex").write_text(doc)
-    args = (
-        ["--keep-logs", "doc.tex"]
-        if engine == "tectonic"
-        else ["-interaction=nonstopmode", "-halt-on-error", "doc.tex"]
-    )
-    done = subprocess.run([engine, *args], cwd=folder, capture_output=True, text=True, timeout=180)
-    log = (folder / "doc.log").read_text(errors="replace")
-    assert done.returncode == 0, log[-3000:]
-    assert (folder / "doc.pdf").stat().st_size > 1000
-    return log
-
-
-@pytest.mark.skipif(_engine() is None, reason="no LaTeX engine (pdflatex, lualatex, tectonic)")
+@pytest.mark.skipif(engine() is None, reason="no LaTeX engine (pdflatex, lualatex, tectonic)")
 def test_latex_compiles_and_fits_the_text_width(tmp_path):
     results = load_results(_wide(tmp_path / "hidden_scale"))
     table = summarize(results, n_resamples=199, diverged_return=-0.6)
     assert table.shown_keys == ("regime", "variant")
-    log = _compile(render(table, fmt="latex"), tmp_path)
-    assert "Overfull \\hbox" not in log
-    # every metric at once: split over blocks of three metric columns, each within the width
+    for methods, two_column in itertools.product(["short", "full"], [False, True]):
+        text = render(table, fmt="latex", methods=methods)
+        assert problems(compile_table(text, tmp_path, two_column=two_column)) == []
+    # every metric at once: blocks of at most three metric columns, each within the width
     every = ["failed", "unstable", "diverged", "final_return", "best_return", "return_auc",
              "steps_to_threshold", "grad_norm_p99", "hidden_norm_growth"]  # fmt: skip
     wide = render(summarize(results, metrics=every, n_resamples=99, diverged_return=-0.6),
                   fmt="latex")  # fmt: skip
-    assert wide.count(r"\begin{tabular}{@{}") == 3 and wide.count(r"\caption{") == 1
-    assert "Overfull \\hbox" not in _compile(wide, tmp_path)
+    heads = re.findall(r"\\begin\{tabular\}\{@\{\}(l+)(r+)@\{\}\}", wide)
+    assert len(heads) >= 3 and all(len(r) <= 3 + 1 for _, r in heads)  # 3 metrics (+ excluded)
+    assert problems(compile_table(wide, tmp_path)) == []
     separated = summarize(load_results(_separated(tmp_path / "separated")), n_resamples=99)
-    assert "Overfull \\hbox" not in _compile(render(separated, fmt="latex"), tmp_path)
+    assert problems(compile_table(render(separated, fmt="latex"), tmp_path)) == []
     # the check does see a table that is too wide: a group name longer than the text width
     _job(tmp_path / "long", "a", group={"variant": "x" * 120}, seed=0, stability={"unstable": 0})
     long = summarize(load_results(tmp_path / "long"), metrics=["unstable"])
-    assert "Overfull \\hbox" in _compile(render(long, fmt="latex"), tmp_path)
+    assert "Overfull \\hbox" in problems(compile_table(render(long, fmt="latex"), tmp_path))[0]
 
 
 # --- CSV and JSON --------------------------------------------------------------------------------

@@ -2,8 +2,10 @@
 
 The caption is part of the result: it names the runs that count (every run of the design, and the
 excluded ones), the rule for diverged runs' returns, the declared contrasts, their tests, the
-correction and its m per stratum, alpha, and the bold rule. Markdown puts it below the table;
-LaTeX into ``\\caption``.
+correction and its m per stratum, alpha, and the bold rule. Markdown puts it below the table.
+LaTeX takes :func:`short_caption` into ``\\caption`` (what, n, the tests, the correction, bold
+and ``*``: a few lines, so the float fits a page) and the full text, with ``--caption full``, as a
+paragraph of its own after the table.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from experiments.verdicts.stability import COLLAPSE_FRACTION
 if TYPE_CHECKING:
     from experiments.report.table.summarize import Table
 
-__all__ = ["table_caption"]
+__all__ = ["short_caption", "table_caption"]
 
 STAT_LABEL = {"mean": "mean", "iqm": "IQM", "median": "median"}
 _RATE_MEANING = {
@@ -178,4 +180,69 @@ def table_caption(table: Table, *, stacked: bool = False) -> str:
     parts.append(_runs(table))
     parts += _cells(table, "below" if stacked else "in brackets")
     parts += _contrasts(table, stacked=stacked)
+    return " ".join(parts)
+
+
+def _short_tests(table: Table) -> str:
+    """``Fisher's exact test (rates), Mann–Whitney U (other columns)``: each kind's test."""
+    kinds = {METRICS[m].kind for m in table.metrics}
+    paired = table.analysis == "paired"
+    tests = []
+    if "rate" in kinds:
+        tests.append(("exact McNemar" if paired else _RATE_TEST[table.rate_test]) + " (rates)")
+    if "value" in kinds:
+        tests.append(("Wilcoxon signed-rank" if paired else "Mann–Whitney U") + " (other columns)")
+    if "time" in kinds:
+        tests.append(f"Gray's test ({METRICS['steps_to_threshold'].label})")
+    return ", ".join(tests)
+
+
+def _short_sizes(table: Table) -> str:
+    """The families' sizes as :func:`_family_sizes` gives them, or their range where more than
+    three strata would make a long list: ``m=2 to 4 per stratum and column``."""
+    strata = list(dict.fromkeys(table.rows["stratum_label"]))
+    if len(strata) <= 3:
+        return _family_sizes(table)
+    sizes = {table.m[name][s] for name in table.metrics for s in strata}
+    low, high = min(sizes), max(sizes)
+    return f"m={low} per stratum" if low == high else f"m={low} to {high} per stratum and column"
+
+
+def short_caption(table: Table) -> str:
+    """The LaTeX caption: what the table shows, n, the tests, the correction, and the bold and
+    ``*`` rules, in a few lines; the rest of :func:`table_caption` goes into the method text.
+
+    Args:
+      table: from :func:`~experiments.report.table.summarize.summarize`.
+    """
+    fixed = ", ".join(f"{k}={v}" for k, v in table.constants.items())
+    what = ", ".join(METRICS[m].label for m in table.metrics)
+    by = ", ".join(table.shown_keys) or "group"
+    parts = [
+        f"{table.ablation or 'runs'}" + (f" ({fixed})" if fixed else "") + f": {what}, by {by}."
+    ]
+    seeds = table.rows["seeds"].unique()
+    n = f"n = {seeds[0]} runs per group" if len(seeds) == 1 else "n: runs per group"
+    total = int(table.rows["excluded"].sum())
+    excluded = f"; {total} more excluded (last column)" if total else ""
+    parts.append(f"{n}, every completed or diverged run counted{excluded}.")
+    if any(METRICS[m].kind == "value" for m in table.metrics):
+        parts.append(f"Other than rates: the {STAT_LABEL[table.stat]} over runs.")
+    if any(METRICS[m].itt for m in table.metrics):
+        parts.append("A diverged run's final return: its task's random-policy return.")
+    level = f"{round(100 * table.confidence)}%"
+    if table.baseline is None:
+        parts.append(f"Below each estimate its {level} CI. No baseline: no test, nothing bold.")
+        return " ".join(parts)
+    same = f" of the same {', '.join(table.strata_keys)}" if table.strata_keys else ""
+    where = f"within each {', '.join(table.strata_keys)}" if table.strata_keys else "over the table"
+    parts.append(
+        f"Below each estimate: its {level} CI, Δ against {table.baseline}{same} with its {level} "
+        f"CI, and p: {_short_tests(table)}, Holm-adjusted {where} ({_short_sizes(table)})."
+    )
+    if table.margins:
+        parts.append("TOST: equivalence within the declared margin.")
+    if table.confirmatory:
+        parts.append("*: confirmatory, declared before the runs, tested alone (m=1).")
+    parts.append(f"Bold: p_adj < α = {table.alpha:g}, and nothing else.")
     return " ".join(parts)

@@ -9,17 +9,15 @@ the stratum's baseline (``Δ [CI]``) and its Holm-adjusted p (``p_adj``, ``*`` w
 then the excluded runs when there are any. An estimate is bold exactly when its printed ``p_adj``
 is below alpha (:func:`format_p` prints as many digits as that comparison needs). The caption
 (:func:`~experiments.report.table.caption.table_caption`) names the runs, the rules, the contrasts,
-the
-tests, the correction and its m.
+the tests, the correction and its m.
 
-Markdown: one column per item, caption below; stable (the same folder gives the same bytes). LaTeX:
-a pandas Styler table that compiles in a plain ``\\documentclass{article}`` with
-``\\usepackage{booktabs}`` and nothing else: ``\\footnotesize``, narrow column gaps, two-line
-headers, and each metric in one column whose cell stacks the estimate, its interval, Δ, its interval
-and p_adj (a nested ``tabular``); more than three metrics go into several blocks one below the
-other, so the default six fit a one-column text width. CSV and JSON carry every number (``k``,
-``n``, ``ci_low``, ``ci_high``, ``delta``, ``delta_low``, ``delta_high``, ``p``, ``p_adjusted``,
-``m``, ``bold`` ...).
+Markdown: one column per item, caption below; stable (the same folder gives the same bytes). LaTeX
+(:mod:`~experiments.report.table.latex`): ``table`` floats that compile in a plain
+``\\documentclass{article}`` with ``\\usepackage{booktabs}`` and nothing else, each metric one
+column whose cell stacks the estimate, its interval, Δ, its interval and p_adj, a short caption,
+split by metric, stratum or rows wherever the text width or a page needs it; the full caption
+with ``methods="full"``. CSV and JSON carry every number (``k``, ``n``, ``ci_low``, ``ci_high``,
+``delta``, ``delta_low``, ``delta_high``, ``p``, ``p_adjusted``, ``m``, ``bold`` ...).
 """
 
 from __future__ import annotations
@@ -34,20 +32,18 @@ import pandas as pd
 
 from experiments.base.errors import unknown_choice
 from experiments.report.table.caption import table_caption
-from experiments.report.table.markup import html_table, latex_stack, latex_text, markdown_table
+from experiments.report.table.latex import METHODS, latex_table
+from experiments.report.table.markup import html_table, markdown_table
 from experiments.report.table.metrics import METRICS
 
 if TYPE_CHECKING:
-    from pandas.io.formats.style import Styler
-
     from experiments.report.table.summarize import Table
 
-__all__ = ["FORMATS", "format_number", "format_p", "render", "table_caption"]
+__all__ = ["FORMATS", "METHODS", "format_number", "format_p", "render", "table_caption"]
 
 FORMATS = ("md", "latex", "csv", "json", "html")
 _DASH = "—"
 _ARROW = {True: " ↑", False: " ↓", None: ""}
-_LATEX_METRICS = 3  # metric columns per LaTeX block: three stacked cells fit a 345pt text width
 
 
 def format_number(value: float) -> str:
@@ -226,50 +222,6 @@ def _columns(
     return headers, body
 
 
-def _tabular(table: Table, metrics: Sequence[str], *, excluded: bool) -> tuple[Styler, str]:
-    """One LaTeX block: the keys and ``metrics``, each metric's cell stacked; and its column
-    format."""
-    headers, body = _columns(table, stacked=True, metrics=metrics, excluded=excluded)
-    n_keys = len(table.shown_keys or ["group"])
-    columns = pd.MultiIndex.from_tuples([(latex_text(a), latex_text(b)) for a, b in headers])
-    cells = []
-    for line in body:
-        out = []
-        for j, cell in enumerate(line):
-            texts = [latex_text(t) for t in (cell.tex or cell.lines)]
-            if cell.bold:
-                texts[0] = rf"\textbf{{{texts[0]}}}"
-            texts[1:] = [rf"\scriptsize {t}" for t in texts[1:]]
-            out.append(latex_stack(texts, "l" if j < n_keys else "r"))
-        cells.append(out)
-    styler = pd.DataFrame(cells, columns=columns).style.hide(axis="index")
-    return styler, "@{}" + "l" * n_keys + "r" * (len(headers) - n_keys) + "@{}"
-
-
-def _latex(table: Table, *, caption_text: str | None, label: str | None) -> str:
-    """One ``table`` float; with more than :data:`_LATEX_METRICS` metrics, their columns are split
-    over several ``tabular`` blocks one below the other (each with the keys), so the table keeps
-    within the text width of a one-column article."""
-    metrics = table.metrics
-    n_blocks = math.ceil(len(metrics) / _LATEX_METRICS)
-    size = math.ceil(len(metrics) / n_blocks)
-    blocks = [metrics[i : i + size] for i in range(0, len(metrics), size)]
-    text = caption_text if caption_text is not None else table_caption(table, stacked=True)
-    label = label if label is not None else f"tab:{table.ablation or 'runs'}"
-    tabulars = []
-    for i, block in enumerate(blocks):
-        styler, column_format = _tabular(table, block, excluded=i == len(blocks) - 1)
-        tabulars.append(
-            styler.to_latex(hrules=True, column_format=column_format, multicol_align="c")
-        )
-    head = (
-        "\\begin{table}\n\\centering\n"
-        f"\\caption{{{latex_text(text)}}}\n\\footnotesize\n\\setlength{{\\tabcolsep}}{{2pt}}\n"
-        f"\\label{{{label}}}\n"
-    )
-    return head + "\\par\\medskip\n".join(tabulars) + "\\end{table}\n"
-
-
 def _flat(table: Table) -> tuple[list[str], list[list[_Cell]], list[str]]:
     """The Markdown and HTML tables' column names, rows and alignments (one column per item)."""
     headers, body = _columns(table, stacked=False)
@@ -333,25 +285,36 @@ def render(
     fmt: str,
     caption: str | None = None,
     label: str | None = None,
+    methods: str = "short",
 ) -> str:
     """The table as text.
 
     Args:
       table: from :func:`~experiments.report.table.summarize.summarize`.
-      fmt: ``md`` (GitHub Markdown, caption below), ``latex`` (pandas Styler, booktabs rules,
-        caption and label; needs only ``\\usepackage{booktabs}``), ``csv`` or ``json`` (every
-        numeric column, NaN as null, the table's settings beside the rows), ``html`` (the
-        Markdown table's cells and caption, what Jupyter shows).
-      caption: LaTeX caption (escaped here); default: :func:`table_caption`.
+      fmt: ``md`` (GitHub Markdown, the full caption below), ``latex`` (``table`` floats of
+        pandas Styler tabulars, booktabs rules, a short caption and a label; needs only
+        ``\\usepackage{booktabs}``; split by metric, stratum or rows where a page needs it:
+        :mod:`~experiments.report.table.latex`), ``csv`` or ``json`` (every numeric column,
+        NaN as null, the table's settings beside the rows), ``html`` (the Markdown table's
+        cells and caption, what Jupyter shows).
+      caption: LaTeX caption (escaped here); default: the short caption
+        (:func:`~experiments.report.table.caption.short_caption`).
       label: LaTeX label; default ``tab:<ablation>``.
+      methods: LaTeX only: ``short`` (the short caption) or ``full`` (and the full method text,
+        :func:`table_caption`, as a paragraph after the table).
 
     Raises:
-      ConfigError: an unknown format.
+      ConfigError: an unknown format or ``methods``.
     """
     if fmt == "md":
         return _markdown(table)
     if fmt == "latex":
-        return _latex(table, caption_text=caption, label=label)
+        headers, body = _columns(table, stacked=True)
+        cells = [[(cell.tex or cell.lines, cell.bold) for cell in line] for line in body]
+        tail = bool(table.rows["excluded"].any())
+        return latex_table(
+            table, headers, cells, tail=tail, caption=caption, label=label, methods=methods
+        )
     if fmt == "csv":
         return table.rows.to_csv(index=False)
     if fmt == "json":

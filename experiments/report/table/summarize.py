@@ -141,11 +141,12 @@ class Table:
 
         return render(self, fmt="md")
 
-    def to_latex(self) -> str:
-        """The table as ``gradlab table -f latex`` writes it."""
+    def to_latex(self, *, methods: str = "short") -> str:
+        """The table as ``gradlab table -f latex`` writes it (``methods="full"``: as with
+        ``--caption full``, the method text after the floats)."""
         from experiments.report.table.render import render
 
-        return render(self, fmt="latex")
+        return render(self, fmt="latex", methods=methods)
 
     def to_html(self) -> str:
         """The Markdown table's cells as an HTML table, its caption below."""

@@ -1,0 +1,153 @@
+"""The LaTeX table (experiments/report/table/latex.py): a table too tall for a page split into
+"continued" floats by endpoint and stratum, wide keys stacked, the method paragraph; and every
+committed results folder that ``gradlab table`` reads compiled with a LaTeX engine where one is
+installed (a plain article and a two-column one with ``table*``): no float taller than the page,
+no overfull box."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from pathlib import Path
+
+import pytest
+from _latex import compile_table, engine, pages, problems
+
+from experiments.report.runs.results import load_results
+from experiments.report.table.render import render
+from experiments.report.table.summarize import summarize
+
+ROOT = Path(__file__).resolve().parents[1]
+FINDINGS = ROOT / "results" / "findings"
+
+
+def _job(root: Path, name: str, *, group: dict, seed: int, stability: dict, status="completed"):
+    job = root / name
+    job.mkdir(parents=True)
+    summary = {"status": status, "job": name, "ablation": "tall", "group": group, "seed": seed,
+               "task": "catch", "threshold": 0.9, "stability": stability}  # fmt: skip
+    (job / "summary.json").write_text(json.dumps(summary))
+
+
+def _tall(root: Path, *, regimes=("tuned", "stress", "harsh"), variants=8, seeds=3) -> Path:
+    """Three regimes x ``variants`` arms x ``seeds`` seeds: too tall for one page."""
+    names = ["none", *(f"arm{i}" for i in range(1, variants))]
+    for i, (regime, variant, seed) in enumerate(itertools.product(regimes, names, range(seeds))):
+        bad = (i % 4) == 0
+        stability = {"unstable": int(bad), "diverged": int(bad), "final_return": 0.1 * (i % 9),
+                     "grad_norm_p99": 1.0 + (i % 5) / 3}  # fmt: skip
+        _job(root, f"{regime}-{variant}-{seed}", group={"regime": regime, "variant": variant},
+             seed=seed, stability=stability, status="diverged" if bad else "completed")  # fmt: skip
+    return root
+
+
+def _floats(text: str) -> list[str]:
+    return re.findall(r"\\begin\{table\}.*?\\end\{table\}", text, re.S)
+
+
+@pytest.fixture(scope="module")
+def tall(tmp_path_factory):
+    folder = _tall(tmp_path_factory.mktemp("tall") / "tall")
+    metrics = ["unstable", "diverged", "final_return", "grad_norm_p99"]
+    return summarize(load_results(folder), metrics=metrics, n_resamples=99, diverged_return=-1.0)
+
+
+def test_a_tall_table_is_split_into_continued_floats(tall):
+    text = render(tall, fmt="latex")
+    floats = _floats(text)
+    n = len(floats)
+    assert n >= 3 and text.count(r"\caption{") == n
+    assert r"\label{tab:tall}" in floats[0] and f"Part 1 of {n}:" in floats[0]
+    for k, float_ in enumerate(floats[1:], start=2):
+        assert rf"Table~\ref{{tab:tall}} continued. Part {k} of {n}:" in float_
+        assert rf"\label{{tab:tall:{k}}}" in float_
+    # never cut: each row once per block of metrics, each metric in as many blocks as strata
+    for regime, variant in itertools.product(["tuned", "stress", "harsh"], ["none", "arm7"]):
+        assert len(re.findall(rf"^{regime} & {variant} &", text, re.M)) == 2  # 2 metric blocks
+    heads = re.findall(r"^\\multicolumn\{2\}\{c\}\{\} & (.*) \\\\$", text, re.M)
+    assert {h for head in heads for h in head.split(" & ")} == {
+        "unstable", "diverged", "final", "grad norm"}  # fmt: skip
+
+
+def test_a_split_float_names_its_endpoints_and_strata(tall):
+    floats = _floats(render(tall, fmt="latex"))
+    names = [re.search(r"Part \d+ of \d+: ([^.]*)\.", f).group(1) for f in floats]
+    assert all("regime=" in name for name in names)  # each float holds some regimes, not all
+    assert all(re.search(r"regime=(tuned|stress|harsh)", name) for name in names)
+    # by endpoint first: the floats with unstable hold every row, then those with grad norm
+    with_unstable = [f for f in floats if "& unstable &" in f]
+    assert floats[: len(with_unstable)] == with_unstable
+    rows = [r for f in with_unstable for r in re.findall(r"^(\w+ & \w+) & \\begin", f, re.M)]
+    assert len(rows) == len(set(rows)) == 24  # every row once
+
+
+def test_a_table_that_fits_is_one_float_without_parts(tmp_path):
+    table = summarize(load_results(_tall(tmp_path / "small", regimes=("tuned",), variants=3)),
+                      metrics=["unstable"], n_resamples=99)  # fmt: skip
+    text = render(table, fmt="latex")
+    assert len(_floats(text)) == 1 and "Part " not in text and "continued" not in text
+
+
+def test_wide_keys_are_stacked_into_one_group_cell(tmp_path):
+    long = {"muzero.network.reward_support_size": "null", "muzero.temperature_schedule": "[[0,1]]"}
+    for lr, seed in itertools.product(["0.1", "0.01"], range(2)):
+        group = {**long, "muzero.learning_rate": lr, "muzero.network.value_support_size": lr}
+        _job(tmp_path / "wide", f"{lr}-{seed}", group=group, seed=seed,
+             stability={"unstable": seed})  # fmt: skip
+    table = summarize(load_results(tmp_path / "wide"), metrics=["unstable"], baseline=None)
+    assert len(table.shown_keys) == 2
+    text = render(table, fmt="latex")
+    assert r"\begin{tabular}{@{}lr@{}}" in text and "\n & k/n $\\downarrow$ \\\\" not in text
+    assert (r"\begin{tabular}[t]{@{}l@{}}muzero.learning\_rate=0.1\\{}"
+            r"muzero.network.value\_support\_size=0.1") in text  # fmt: skip
+
+
+def _committed() -> list[Path]:
+    """Every committed folder ``gradlab table`` reads: one holding job folders with a summary."""
+    found = [
+        d
+        for d in sorted([*FINDINGS.glob("*"), *FINDINGS.glob("*/*")])
+        if d.is_dir() and any(d.glob("*/summary.json"))
+    ]
+    return found
+
+
+def test_the_committed_folders_include_the_main_job_and_the_studies():
+    names = {str(d.relative_to(FINDINGS)) for d in _committed()}
+    assert {"hidden_scale", "study_faithful_catch", "study_catch_stress"} <= names
+    assert len(names) >= 20
+
+
+@pytest.mark.skipif(engine() is None, reason="no LaTeX engine (pdflatex, lualatex, tectonic)")
+@pytest.mark.parametrize("folder", _committed(), ids=lambda d: str(d.relative_to(FINDINGS)))
+def test_committed_table_compiles_within_the_page(folder, tmp_path):
+    from gradlab._api import table as build
+
+    table = build(folder, note=lambda line: None)  # as gradlab table DIR -f latex
+    short, full = (render(table, fmt="latex", methods=m) for m in ("short", "full"))
+    assert problems(compile_table(short, tmp_path)) == []
+    assert problems(compile_table(short, tmp_path, two_column=True)) == []
+    assert problems(compile_table(full, tmp_path)) == []
+
+
+def test_the_main_job_splits_by_endpoint_then_regime():
+    from gradlab._api import table as build
+
+    text = render(build(FINDINGS / "hidden_scale", note=lambda line: None), fmt="latex")
+    parts = [re.search(r"Part \d of 4: ([^.]*)\.", f).group(1) for f in _floats(text)]
+    assert parts == [
+        "failed, lost after learning, never learned; regime=stress",
+        "failed, lost after learning, never learned; regime=tuned",
+        "final return, reached by end (CIF), grad norm p99; regime=stress",
+        "final return, reached by end (CIF), grad norm p99; regime=tuned",
+    ]
+
+
+@pytest.mark.skipif(engine() is None, reason="no LaTeX engine (pdflatex, lualatex, tectonic)")
+def test_the_main_job_takes_a_page_a_float(tmp_path):
+    from gradlab._api import table as build
+
+    text = render(build(FINDINGS / "hidden_scale", note=lambda line: None), fmt="latex")
+    log = compile_table(text, tmp_path)
+    assert problems(log) == [] and pages(log) == len(_floats(text)) == 4
