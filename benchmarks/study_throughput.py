@@ -9,8 +9,7 @@ temporary ``git worktree`` of ``--baseline-ref``, removed at the end; the curren
 uncommitted edits included), into a temporary results folder, so its time holds the CLI's
 start-up, planning, the launcher's workers, compilation, self-play, training, evaluation, the W&B
 offline runs and the summaries. The sweeps (:data:`SWEEPS`; ``--override`` appends to both
-arms, ``--current-override`` to this tree's only, e.g. ``muzero.seed_axis=true``, a lever the
-baseline does not have):
+arms, ``--current-override`` to this tree's only: a lever the baseline does not have):
 
 * ``catch``: ``ablation=study3_tuned task=catch seed=0,1,2,3,4``: Study 3's tuned arms (``none``,
   ``scale_gradient``, ``maxnorm``, ``stop_gradient``) x 5 seeds, 20 runs;
@@ -431,8 +430,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="a Hydra override appended to this tree's sweeps only, e.g. muzero.seed_axis=true "
-        "for a lever the baseline does not have (repeatable)",
+        help="a Hydra override appended to this tree's sweeps only: a lever the baseline does not "
+        "have (repeatable)",
     )
     parser.add_argument("--xla-cache", choices=("fresh", "warm"), default="fresh")
     parser.add_argument("--max-load", type=float, default=0.5, help="busy above this load")

@@ -220,9 +220,6 @@ def sweep(
 
       gradlab sweep ablation=scale_value regime=stress --dry-run
 
-      gradlab sweep ablation=hidden_scale muzero.seed_axis=true   (seeds in one graph: other
-      numbers than the default path's, the same in any group; docs/performance.md)
-
       gradlab sweep ablation=clip hydra/launcher=submitit_slurm hydra.launcher.partition=gpu
     """
     from experiments.launch.sweep import SweepRequest

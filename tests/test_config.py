@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+from pathlib import Path
 
 import pytest
 from conftest import compose_config
@@ -20,7 +21,9 @@ from experiments.config import (
 from experiments.config.errors import composition_error
 from experiments.gradients import VARIANTS
 from experiments.launch.hydra_app import CONF_DIR
-from experiments.muzero.config import MuZeroConfig
+from experiments.muzero.config import SEED_AXIS_REMOVED, MuZeroConfig
+from experiments.protocols.study.design import load_study
+from experiments.protocols.study.record import check, read_record
 from experiments.verdicts.stopping import DivergenceRule
 
 
@@ -190,3 +193,24 @@ def test_regime_pseudocode_decays_a_tenth_every_35_percent_of_the_run(overrides,
     muzero = _run(["regime=pseudocode", *overrides]).muzero
     assert muzero.lr_decay_steps == steps
     assert muzero.lr_decay_rate ** (0.35 * steps / muzero.lr_decay_steps) == pytest.approx(0.1)
+
+
+def test_the_seed_axis_is_refused_in_one_line_naming_why():
+    with pytest.raises(ConfigError) as info:
+        _run(["muzero.seed_axis=true"])
+    assert str(info.value) == SEED_AXIS_REMOVED
+    assert "the seed axis was removed" in str(info.value) and "\n" not in str(info.value)
+    with pytest.raises(ConfigError, match=r"unknown key runtime.seed_group; valid keys under"):
+        _run(["runtime.seed_group=4"])
+    assert _run(["muzero.seed_axis=false"]) == _run([])
+
+
+def test_a_study_registered_with_the_seed_axis_key_still_runs_as_registered():
+    # Study 6's record was written while the seed axis existed: each arm holds
+    # muzero.seed_axis: false. The retired key keeps it, so the arms compare equal key for key
+    # (a key gone would read "no longer runs as registered") and a run's config hash is kept.
+    study = load_study("minatar_return", CONF_DIR)
+    results = Path(__file__).resolve().parents[1] / "results" / "findings"
+    record = read_record(study, results)
+    assert all(c["muzero.seed_axis"] is False for c in record["arm_configs"].values())
+    check(study, config_dir=CONF_DIR, results_dir=results)  # raises on any difference

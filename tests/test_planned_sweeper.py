@@ -49,8 +49,8 @@ def test_the_planned_sweeper_skips_only_the_second_composition():
 def test_the_planned_sweeper_is_in_hydras_config_store():
     node = ConfigStore.instance().load("hydra/sweeper/planned.yaml").node
     assert node["_target_"] == "hydra_plugins.gradlab_sweeper.planned_sweeper.PlannedSweeper"
-    assert set(node) == {"_target_", "max_batch_size", "params", "seed_group"}
-    assert PlannedSweeperConf().params is None and PlannedSweeperConf().seed_group is None
+    assert set(node) == {"_target_", "max_batch_size", "params"}
+    assert PlannedSweeperConf().params is None
 
 
 def _sweeper_of(tmp_path, *extra):

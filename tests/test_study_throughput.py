@@ -216,7 +216,7 @@ def test_end_to_end_tiny(st, tmp_path, capsys, baseline):
         "--rounds", "1", "--sweep", "catch", "--jobs", "1", "--force",
         "--override", "variant=none", "--override", "seed=0",
         "--override", "muzero.training_steps=20", "--out", str(out),
-        "--current-override", "muzero.seed_axis=true",
+        "--current-override", "muzero.jit_compile=true",
     ]  # fmt: skip
     argv += ["--baseline-ref", "HEAD"] if baseline else []
     assert st.main(argv) == 0
@@ -233,7 +233,7 @@ def test_end_to_end_tiny(st, tmp_path, capsys, baseline):
         assert run["runs"] == 1 and run["statuses"] == {"completed": 1}
         assert "logger=wandb_offline" in run["overrides"]
         # this tree's arm alone gets --current-override
-        assert ("muzero.seed_axis=true" in run["overrides"]) == (run["arm"] == "current")
+        assert ("muzero.jit_compile=true" in run["overrides"]) == (run["arm"] == "current")
         assert any(o.startswith("runtime.xla_cache=/") for o in run["overrides"])
         assert run["runs_per_hour"] == pytest.approx(3600.0 / run["wall_s"])
         phases = run["phases"]

@@ -107,11 +107,6 @@ class RuntimeConfig:
         be faster on a GPU, where some kernels then pick non-deterministic algorithms.
       xla_cache: a folder where XLA's compiled programs are kept and reused by later jobs of the
         same shapes (seconds saved per job; the numbers are the same); None: compile each time.
-      seed_group: with ``muzero.seed_axis=true``, the most seeds ``gradlab sweep`` trains in one
-        group (fewer when the sweep's workers would otherwise wait; the numbers are the same in
-        any group).
-      group_seeds: the seeds of the group this job leads, set by the sweep (``hydra/sweeper=
-        planned``) when it groups seeds; None: a job of one seed.
     """
 
     results_dir: str = "results"
@@ -120,18 +115,8 @@ class RuntimeConfig:
     progress: bool = True
     deterministic: bool = True
     xla_cache: str | None = "~/.cache/gradlab/xla"
-    seed_group: int = 8
-    group_seeds: list[int] | None = None
 
     def __post_init__(self) -> None:
-        if (
-            isinstance(self.seed_group, bool)
-            or not isinstance(self.seed_group, int)
-            or (self.seed_group < 1)
-        ):
-            raise ConfigError(
-                f"runtime.seed_group={self.seed_group!r} is out of range; expected an integer >= 1"
-            )
         if self.threads is not None and self.threads < 1:
             raise ConfigError(
                 f"runtime.threads={self.threads!r} is out of range; expected an integer >= 1 or "
@@ -172,24 +157,6 @@ class RunConfig:
             )
         if not isinstance(self.variant, VariantConfig):
             raise ConfigError("missing variant; pick one, e.g. variant=none")
-        group = self.runtime.group_seeds
-        if group is not None:
-            if not getattr(self.muzero, "seed_axis", False):
-                raise ConfigError(
-                    f"runtime.group_seeds={list(group)!r} trains seeds as one group, which needs "
-                    "muzero.seed_axis=true"
-                )
-            if not group or self.seed != group[0] or len(set(group)) != len(group):
-                raise ConfigError(
-                    f"runtime.group_seeds={list(group)!r} must start with the job's own seed "
-                    f"{self.seed} and name each seed once"
-                )
-        if getattr(self.muzero, "seed_axis", False) and self.budget.max_wall_s is not None:
-            raise ConfigError(
-                f"budget.max_wall_s={self.budget.max_wall_s} with muzero.seed_axis=true: a group's "
-                "seeds share one clock, so where a seed stops would depend on its group; set one "
-                "of the two"
-            )
 
 
 def _writable(node: Any) -> Any:

@@ -26,23 +26,10 @@ from typing import Any
 from experiments.jobs import lifetime, store
 from experiments.jobs.hosting import Ended, run_hosted, run_isolated
 from experiments.jobs.job import MUZERO, Job, JobRequest
-from experiments.jobs.runner import Progress, ProgressFactory, run_job
+from experiments.jobs.runner import ProgressFactory, run_job
 from experiments.jobs.summary import Summary, error_line
 
-__all__ = [
-    "Skipped",
-    "execute",
-    "in_job_process",
-    "job_cache",
-    "job_progress",
-    "outcome",
-    "overlap_for",
-    "refuse",
-    "run_in_process",
-    "set_up_process",
-    "skipped",
-    "why_not",
-]
+__all__ = ["Skipped", "execute", "overlap_for", "run_in_process"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,36 +69,19 @@ def execute(
     if lifetime.stop_requested():
         return Skipped(name, "stopping")
     lifetime.as_worker()  # a launcher worker ends with its parent (nothing in the main process)
-    reason = why_not(request)
-    if reason is not None:
-        return skipped(name, reason)
+    go, reason = store.should_run(request.job_dir, force=request.force)
+    if go and store.job_locked(request.job_dir):
+        go, reason = False, "running elsewhere"
+    if not go:
+        return _skipped(name, reason)
+    error = request.error
     if request.config is None:  # refused: nothing to run in a process of its own
-        ended, not_run = None, refuse(request)
+        ended, not_run = None, _refuse(request)
     else:
         ended = _in_process(request, job=job, progress=progress)
         not_run = ended.value
-    return outcome(request, ended, not_run)
-
-
-def why_not(request: JobRequest) -> str | None:
-    """Why a launcher worker does not hand ``request`` to a process: its status when it is
-    finished (and not forced), ``"running elsewhere"`` when a live process holds it; None: run
-    it (the job's own process looks again under the lock)."""
-    go, reason = store.should_run(request.job_dir, force=request.force)
-    if go and store.job_locked(request.job_dir):
-        return "running elsewhere"
-    return None if go else reason
-
-
-def outcome(request: JobRequest, ended: Ended | None, not_run: Any) -> Summary | Skipped:
-    """How a job that :func:`execute` handed to a process (``ended``; None: refused in place)
-    ended, as its folder tells, reported in one line: skipped when the process said why not
-    (``not_run``, a string), else its summary (a process that died with the job running: the
-    job recorded ``failed``, or ``interrupted`` when the sweep is stopping)."""
-    name = request.name
-    error = request.error
     if isinstance(not_run, str):  # another process holds or finished it
-        return skipped(name, not_run)
+        return _skipped(name, not_run)
     summary = store.read_summary(request.job_dir)
     if ended is not None and (summary is None or summary.status == "running"):
         error = f"the job's process {ended.description} before it finished"
@@ -131,49 +101,24 @@ def outcome(request: JobRequest, ended: Ended | None, not_run: Any) -> Summary |
 
 
 def _in_process(request: JobRequest, *, job: Job, progress: ProgressFactory | None) -> Ended:
-    """:func:`run_in_process` in a process of its own, or in this worker's job host."""
-    return in_job_process(
-        run_in_process, request, runtime=request.config.runtime, job=job, progress=progress
-    )
-
-
-def in_job_process(target: Any, work: Any, *, runtime: Any, job: Job, **kwargs: Any) -> Ended:
-    """``target(work, job=job, **kwargs)`` in a process of its own, or in this worker's job host
-    when the job keeps what it builds (:attr:`~experiments.jobs.job.Job.cache`), one host per
-    ``runtime``'s process settings (threads, XLA cache, determinism: set once a process)."""
+    """:func:`run_in_process` in a process of its own, or in this worker's job host when the
+    job keeps what it builds (:attr:`~experiments.jobs.job.Job.cache`)."""
     if job.cache is None:
-        return run_isolated(target, work, preload=job.preload, job=job, **kwargs)
+        return run_isolated(
+            run_in_process, request, preload=job.preload, job=job, progress=progress
+        )
+    runtime = request.config.runtime
     return run_hosted(
-        target,
-        work,
+        run_in_process,
+        request,
         key=(runtime.threads, runtime.xla_cache, runtime.deterministic),  # once per process
         preload=job.preload,
         job=job,
-        **kwargs,
+        progress=progress,
     )
 
 
-def set_up_process(runtime: Any) -> None:
-    """A job process's settings from its ``runtime`` config: TensorFlow quiet, its threads, its
-    XLA cache."""
-    from experiments.base.process import limit_threads, quiet_tensorflow, use_xla_cache
-
-    quiet_tensorflow()  # a no-op where the process server preloaded it
-    limit_threads(runtime.threads)
-    use_xla_cache(runtime.xla_cache or None)
-
-
-def job_progress(progress: ProgressFactory | None, request: JobRequest) -> Progress | None:
-    """The job's progress display, from the command line's factory: None without one, or where
-    the job's ``runtime.progress`` is off; its total is the step budget, else the planned
-    steps."""
-    cfg = request.config
-    if progress is None or not cfg.runtime.progress:
-        return None
-    return progress(request.name, cfg.budget.max_steps or cfg.muzero.training_steps)
-
-
-def refuse(request: JobRequest) -> str | None:
+def _refuse(request: JobRequest) -> str | None:
     """Records a job whose config was refused as ``failed`` (under its lock, as a job's own
     process would); returns why not, as :func:`run_in_process` does."""
     with store.job_lock(request.job_dir) as locked:
@@ -212,10 +157,14 @@ def run_in_process(
       live process holds the job (``"running elsewhere"``), or another process finished it
       since the caller looked (its status, e.g. ``"completed"``).
     """
+    from experiments.base.process import limit_threads, quiet_tensorflow, use_xla_cache
+
     cfg = request.config
     if cfg is None:
         raise ValueError(f"job {request.name} has no config to run: {request.error}")
-    set_up_process(cfg.runtime)
+    quiet_tensorflow()  # a no-op where the process server preloaded it
+    limit_threads(cfg.runtime.threads)
+    use_xla_cache(cfg.runtime.xla_cache or None)
     with store.job_lock(request.job_dir) as locked:
         if not locked:
             return "running elsewhere"  # the caller saw it free: another process took it since
@@ -225,6 +174,8 @@ def run_in_process(
         name = request.name
         try:
             job.validate(cfg)
+            total = cfg.budget.max_steps or cfg.muzero.training_steps
+            show = progress is not None and cfg.runtime.progress
             with lifetime.JobStop() as stop:
                 run_job(
                     cfg,
@@ -235,8 +186,8 @@ def run_in_process(
                     resolved=request.resolved,
                     train_fn=job.train,
                     ablation=request.ablation,
-                    progress=job_progress(progress, request),
-                    cache=job_cache(job, session),
+                    progress=progress(name, total) if show else None,
+                    cache=_cache(job, session),
                     overlap=overlap_for(cfg.runtime.threads) if job.overlap else None,
                     stop=stop,
                 )
@@ -263,7 +214,7 @@ def overlap_for(threads: int | None) -> bool:
     return cores() > 1
 
 
-def job_cache(job: Job, session: dict[str, Any] | None) -> Any:
+def _cache(job: Job, session: dict[str, Any] | None) -> Any:
     if job.cache is None or session is None:
         return None
     if job.name not in session:
@@ -271,7 +222,7 @@ def job_cache(job: Job, session: dict[str, Any] | None) -> Any:
     return session[job.name]
 
 
-def skipped(name: str, reason: str) -> Skipped:
+def _skipped(name: str, reason: str) -> Skipped:
     shown = "running in another process" if reason == "running elsewhere" else reason
     print(f"[  skipped] {name} ({shown})", flush=True)
     return Skipped(name, reason)

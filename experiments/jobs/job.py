@@ -48,10 +48,6 @@ class Job:
       overlap: ``train`` takes ``overlap=``: whether to run work that does not feed the next
         training step on worker threads beside it (the runner says so when the job has more
         than one thread, :func:`experiments.jobs.isolation.overlap_for`); the numbers are the same.
-      train_group: trains the seeds of one configuration together (``muzero.seed_axis``):
-        ``(config, task, variant, placement, *, seeds, cache=) -> group``, an iterable of
-        per-step lists of rows (None for a dropped seed) with ``drop(index)``; None: no seed
-        axis (:func:`experiments.jobs.group_runner.run_group`).
     """
 
     name: str
@@ -61,7 +57,6 @@ class Job:
     check: Callable[[Any], None] | None = None
     cache: Callable[[], Any] | None = None
     overlap: bool = False
-    train_group: Callable[..., Any] | None = None
 
     def validate(self, run: Any) -> None:
         """Runs :attr:`check` on a validated :class:`~experiments.config.RunConfig`."""
@@ -112,12 +107,6 @@ def _train_muzero(*args: Any, **kwargs: Any) -> Iterator[Mapping[str, float]]:
     return train(*args, **kwargs)
 
 
-def _train_group_muzero(*args: Any, **kwargs: Any) -> Any:
-    from experiments.muzero.seed_axis.train import GroupTraining
-
-    return GroupTraining(*args, **kwargs)
-
-
 def _check_muzero(run: Any) -> None:
     from experiments.muzero.support_sizes import resolve_support_sizes
 
@@ -138,6 +127,5 @@ MUZERO = Job(
     check=_check_muzero,
     cache=_agent_cache,
     overlap=True,
-    train_group=_train_group_muzero,
 )
 """The MuZero job (``experiments.muzero.train.train``)."""

@@ -28,7 +28,7 @@ from experiments.jobs.start import start_job
 from experiments.jobs.summary import Summary, error_line
 from experiments.verdicts.stopping import DivergenceCheck
 
-__all__ = ["Progress", "ProgressFactory", "ending_before_step", "run_job"]
+__all__ = ["Progress", "ProgressFactory", "run_job"]
 
 
 class Progress(Protocol):
@@ -105,8 +105,15 @@ def run_job(
         rows = iter(train_fn(cfg.muzero, cfg.task, variant, placement, seed=cfg.seed, **kept))
         with store.MetricsWriter(job_dir / "metrics.jsonl") as writer:
             while True:
-                if (before := ending_before_step(cfg, steps, clock() - t0, rows, stop)) is not None:
-                    status = before
+                if stop is not None and stop():
+                    status = "interrupted"
+                    break
+                if cfg.budget.out_of_time(clock() - t0):
+                    status = "timeout"
+                    break
+                if cfg.budget.out_of_steps(steps):
+                    # One look past the budget tells a run that ends here from one cut short.
+                    status = "completed" if next(rows, None) is None else "timeout"
                     break
                 row = next(rows, None)
                 if row is None:
@@ -132,21 +139,6 @@ def run_job(
         cfg, job_dir, started.summary, ending=ending, wall_time_s=clock() - t0,
         tracker=started.tracker,
     )  # fmt: skip
-
-
-def ending_before_step(
-    cfg: RunConfig, steps: int, elapsed_s: float, rows: Any, stop: Callable[[], bool] | None
-) -> str | None:
-    """The status a run ends with before its next step, or None to go on: ``interrupted`` (a
-    stop), ``timeout`` (the wall-time budget), or at the step budget one look past it, which
-    tells a run that ends there (``completed``) from one cut short (``timeout``)."""
-    if stop is not None and stop():
-        return "interrupted"
-    if cfg.budget.out_of_time(elapsed_s):
-        return "timeout"
-    if cfg.budget.out_of_steps(steps):
-        return "completed" if next(rows, None) is None else "timeout"
-    return None
 
 
 def _close(rows: Any) -> None:

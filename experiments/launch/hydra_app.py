@@ -16,7 +16,6 @@ gradlab agree on where a job's results are, and a re-run finds them.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import sys
 import traceback
@@ -25,26 +24,16 @@ from pathlib import Path
 from typing import Any
 
 import hydra
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf
 
 import conf as _conf_package
 from experiments.config import register_schema, to_run_config, without_hydra
 from experiments.jobs import store
-from experiments.jobs.groups import execute_group
 from experiments.jobs.isolation import Skipped, execute
 from experiments.jobs.job import MUZERO, Job, JobRequest
 from experiments.jobs.summary import Summary, error_line
-from experiments.launch.groups import GROUP_KEY, member_overrides
 
-__all__ = [
-    "CONF_DIR",
-    "group_requests",
-    "job_request",
-    "launch",
-    "main",
-    "on_seed_axis",
-    "task_function",
-]
+__all__ = ["CONF_DIR", "job_request", "launch", "main", "task_function"]
 
 CONF_DIR = Path(_conf_package.__file__).resolve().parent
 """gradlab's own config folder (``conf/``, a package, so it is found when installed)."""
@@ -110,51 +99,10 @@ def task_function(job: Job = MUZERO, progress: Any = None) -> Callable[[DictConf
 
         hc = HydraConfig.get()
         overrides, choices = list(hc.overrides.task), dict(hc.runtime.choices)
-        seeds = OmegaConf.select(cfg, GROUP_KEY, throw_on_resolution_failure=False)
         request = job_request(cfg, hc.runtime.output_dir, overrides=overrides, choices=choices)
-        if seeds is not None and len(seeds) > 1:
-            members = group_requests(cfg, hc.runtime.output_dir, overrides, choices, list(seeds))
-            if request.config is None:  # the group refused: each member recorded so
-                members = [
-                    dataclasses.replace(m, config=None, error=request.error, trace=request.trace)
-                    for m in members
-                ]
-            return execute_group(members, job=job)
-        if request.config is not None and on_seed_axis(request.config, job):
-            # a group of one: the same path (and the bar a single run draws)
-            return execute_group([request], job=job, progress=progress)[0]
         return execute(request, job=job, progress=progress)
 
     return run_task
-
-
-def on_seed_axis(config: Any, job: Job) -> bool:
-    """Whether a job trains on the seed axis (``muzero.seed_axis``, and the job has a group
-    training): then even one seed alone runs as a group of one, so that its numbers are those
-    it has in any group."""
-    return job.train_group is not None and bool(getattr(config.muzero, "seed_axis", False))
-
-
-def group_requests(
-    cfg: DictConfig,
-    output_dir: str | Path,
-    overrides: Sequence[str],
-    choices: Mapping[str, Any],
-    seeds: Sequence[int],
-) -> list[JobRequest]:
-    """The jobs of a group the sweep launched as one (:mod:`experiments.launch.groups`): for
-    each seed, the group's config with that seed, its own overrides and its own folder (a
-    sibling of the group job's, named as its own job would be)."""
-    requests = []
-    for seed in seeds:
-        member = member_overrides(overrides, int(seed))
-        config = cfg.copy()
-        with open_dict(config):
-            config.seed = int(seed)
-            OmegaConf.update(config, GROUP_KEY, None)
-        job_dir = Path(output_dir).parent / store.job_name(member)
-        requests.append(job_request(config, job_dir, overrides=member, choices=choices))
-    return requests
 
 
 @contextlib.contextmanager

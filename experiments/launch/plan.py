@@ -45,7 +45,6 @@ class PlannedJob:
     run: bool  # False: finished and would be skipped
     reason: str  # new | failed | unfinished | forced | completed | diverged | timeout
     logger_mode: str  # its typed config's logger.mode: offline | online | none
-    seed_group: int | None = None  # muzero.seed_axis: its runtime.seed_group; else None
 
     @property
     def configuration(self) -> tuple[str, ...]:
@@ -334,13 +333,6 @@ def plan(
     register_schema(job.muzero_schema)
     config_dir = Path(config_dir).resolve()
     task, hyd = split_hydra_overrides(overrides)
-    for given in (*task, *hyd):
-        key = given.split("=", 1)[0].lstrip("+~")
-        if key in ("runtime.group_seeds", "hydra.sweeper.seed_group"):
-            raise ConfigError(
-                f"{key} is set by gradlab sweep when it groups seeds; give "
-                "muzero.seed_axis=true instead (runtime.seed_group caps a group's size)"
-            )
     parsed = _parse(task)
     if multirun:
         presets = [o for o in task if o.split("=", 1)[0] == "ablation"]
@@ -385,9 +377,6 @@ def plan(
             job_dir = given / name if multirun else given
         _refuse_study_folder(job_dir, ablation)
         go, reason = store.should_run(job_dir, force=force)
-        group = run.runtime.seed_group if getattr(run.muzero, "seed_axis", False) else None
-        planned.append(
-            PlannedJob(name, tuple(job_overrides), job_dir, go, reason, run.logger.mode, group)
-        )
+        planned.append(PlannedJob(name, tuple(job_overrides), job_dir, go, reason, run.logger.mode))
     _check_results(planned, ablation=ablation, writable=check_writable)
     return planned

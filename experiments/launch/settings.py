@@ -8,14 +8,13 @@ capped ``--jobs`` deserves is returned for the caller to show.
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 from collections.abc import Sequence
 
 from experiments.base.errors import ConfigError
 from experiments.launch.plan import PlannedJob
 
-__all__ = ["Parallel", "launch_overrides", "launcher_given", "parallel_jobs", "seed_group_size"]
+__all__ = ["Parallel", "launch_overrides", "launcher_given", "parallel_jobs"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,45 +70,6 @@ def parallel_jobs(jobs: str, *, launcher_given: bool) -> Parallel:
     return Parallel(count)
 
 
-def seed_group_size(planned: Sequence[PlannedJob], parallel: int) -> int:
-    """How many seeds of one configuration a sweep trains as one group (``muzero.seed_axis``):
-    the largest size, at most ``runtime.seed_group``, whose groups (each configuration's seeds
-    to run, cut into groups of that size) the workers finish soonest, a group's cost taken as
-    its seeds, dealt largest first to the least loaded worker; 1 (no groups) without the seed
-    axis.
-
-    Raises:
-      ConfigError: some jobs on the seed axis and others not (a sweep runs on one path).
-    """
-    on = {j.seed_group is not None for j in planned}
-    if len(on) > 1:
-        mixed = next(j.name for j in planned if j.seed_group is None)
-        raise ConfigError(
-            f"muzero.seed_axis=true for some jobs of the sweep but not for {mixed}; a sweep runs "
-            "all its jobs on one path: set it for all or none"
-        )
-    caps = [j.seed_group for j in planned if j.seed_group is not None]
-    if not caps:
-        return 1
-    counts = collections.Counter(j.configuration for j in planned if j.run)
-    counts = counts or collections.Counter(j.configuration for j in planned)
-    workers = max(1, parallel)
-
-    def makespan(size: int) -> int:
-        groups = sorted(
-            (min(size, n - start) for n in counts.values() for start in range(0, n, size)),
-            reverse=True,
-        )
-        loads = [0] * workers
-        for seeds in groups:
-            loads[loads.index(min(loads))] += seeds
-        return max(loads)
-
-    spans = {size: makespan(size) for size in range(1, min(min(caps), max(counts.values())) + 1)}
-    best = min(spans.values())
-    return max(size for size, span in spans.items() if span == best)
-
-
 def launch_overrides(
     task: Sequence[str],
     hyd: Sequence[str],
@@ -118,7 +78,6 @@ def launch_overrides(
     parallel: int,
     jobs: str,
     force: bool,
-    seed_group: int = 1,
 ) -> list[str]:
     """The overrides Hydra launches a planned sweep with: the task's, then gradlab's runtime
     settings, then Hydra's own (the launcher, its deal, the planned sweeper).
@@ -130,8 +89,6 @@ def launch_overrides(
       parallel: jobs at once (:func:`parallel_jobs`).
       jobs: ``--jobs`` as given (``auto``: one TensorFlow thread per job).
       force: re-run finished jobs too.
-      seed_group: seeds of one configuration launched as one job (:func:`seed_group_size`);
-        1: a job per seed.
     """
     from experiments.base.process import cores
     from experiments.jobs.dealing import deal_size
@@ -148,21 +105,12 @@ def launch_overrides(
         # next deal as they free up). A run of seeds of one configuration goes to one worker when
         # that shortens the sweep (it builds the configuration once: experiments.jobs.dealing).
         deal = deal_size([j.configuration for j in planned], parallel)
-        if seed_group > 1:  # a group is one job: deal them one at a time
-            deal = 1
         hyd += [f"hydra.launcher.batch_size={deal}", "hydra.launcher.pre_dispatch=all"]
     if not any(o.split("=", 1)[0] == "hydra/sweeper" for o in hyd):
         # The plan composed and validated every job; Hydra's basic sweeper would do it again
         # before launching (a measurable cost per job: docs/performance_private.md): the same
         # sweeper without that second pass.
         hyd = [*hyd, "hydra/sweeper=planned"]
-    if seed_group > 1:
-        if "hydra/sweeper=planned" not in hyd:
-            raise ConfigError(
-                "muzero.seed_axis=true groups seeds with gradlab's sweeper; drop the "
-                "hydra/sweeper override"
-            )
-        hyd.append(f"hydra.sweeper.seed_group={seed_group}")
     if force:
         extra.append("runtime.force=true")
     return [*task, *extra, *hyd]

@@ -25,13 +25,7 @@ from experiments.jobs.job import MUZERO, Job
 from experiments.launch import plan as planning
 from experiments.launch.counting import Counts, Stopped, count_jobs, mark_stopped, wait_for_running
 from experiments.launch.plan import PlannedJob
-from experiments.launch.settings import (
-    Parallel,
-    launch_overrides,
-    launcher_given,
-    parallel_jobs,
-    seed_group_size,
-)
+from experiments.launch.settings import Parallel, launch_overrides, launcher_given, parallel_jobs
 
 __all__ = [
     "FolderCheck",
@@ -190,16 +184,9 @@ def prepare_sweep(
             overrides_of = [j.overrides for j in jobs if j.job_dir.parent == folder]
             for line in check_folder(folder, config_dir=conf, jobs=overrides_of):
                 note(line)
-    size = seed_group_size(jobs, parallel.count)
     launch = launch_overrides(
-        task, hyd, planned=jobs, parallel=parallel.count, jobs=request.jobs, force=request.force,
-        seed_group=size,
-    )  # fmt: skip
-    if size > 1:
-        note(
-            f"seed axis (muzero.seed_axis=true): each configuration's seeds trained together, "
-            f"at most {size} a group; each seed is still its own job"
-        )
+        task, hyd, planned=jobs, parallel=parallel.count, jobs=request.jobs, force=request.force
+    )
     return SweepPlan(request, tuple(jobs), parallel, tuple(launch), conf)
 
 

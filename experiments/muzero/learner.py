@@ -122,7 +122,7 @@ class Learner:
                 f"variant {variant.name!r} sets global_clipnorm and several learning-rate "
                 "factors; a global norm over several optimizers is not supported"
             )
-        self.optimizers = [self._make_optimizer(f) for f in factors]
+        self.optimizers = [make_optimizer(config, variant, f) for f in factors]
         self.optimizer = self.optimizers[0]
         self._by_optimizer = [[i for i in self._applied if factor_of[i] == f] for f in factors]
         for optimizer, indices in zip(self.optimizers, self._by_optimizer, strict=True):
@@ -143,42 +143,6 @@ class Learner:
         # otherwise, and x1.0 leaves float32 weights bit-identical
         factors = variant.depth_loss_factors(config.unroll_steps)
         self._depth_factors = np.asarray(factors, np.float32)[None, :]  # [1, K+1]
-
-    # The reductions of the step, one method each: a run's are over its batch; the seed axis
-    # (experiments.muzero.seed_axis.learner) keeps one per seed. The same ops as written inline.
-
-    def _make_optimizer(self, factor: float) -> Any:
-        """The optimizer of one learning-rate factor of the variant."""
-        return make_optimizer(self.config, self.variant, factor)
-
-    def _rows(self) -> int:
-        """Rows of the compiled step's batch."""
-        return self.config.batch_size
-
-    def _batch_mean(self, x: tf.Tensor) -> tf.Tensor:
-        """The mean over the batch of per-row values ``[B]``."""
-        return tf.reduce_mean(x)
-
-    def _sum_of_squares(self, variable: Any) -> tf.Tensor:
-        """``sum(w ** 2)`` of one variable (the L2 term's)."""
-        return tf.reduce_sum(tf.square(variable))
-
-    def _objective(self, total: tf.Tensor) -> tf.Tensor:
-        """What the gradient is taken of: the total loss."""
-        return total
-
-    def _global_norm(self, tensors: list[tf.Tensor | None]) -> tf.Tensor:
-        """The L2 norm of several tensors together (``None`` left out)."""
-        return tf.linalg.global_norm(tensors)
-
-    def _norm(self, tensor: tf.Tensor) -> tf.Tensor:
-        """The L2 norm of one tensor."""
-        return tf.norm(tensor)
-
-    def _clip(self, grads: list[tf.Tensor | None]) -> list[tf.Tensor | None]:
-        """One optimizer's gradients as it is given them: unchanged (Keras' optimizer applies
-        the variant's ``clipnorm`` or ``global_clipnorm`` itself)."""
-        return grads
 
     def restart(self, initial: Networks) -> None:
         """Back to step 0: ``initial``'s weights (networks built like these, from another seed)
@@ -236,20 +200,20 @@ class Learner:
         value_loss = reward_loss = policy_loss = 0.0
         for k, (reward, value, policy) in enumerate(outputs):
             w = weights[:, k]
-            value_loss += self._batch_mean(w * nets.value_support.loss(value, batch["value"][:, k]))
+            value_loss += tf.reduce_mean(w * nets.value_support.loss(value, batch["value"][:, k]))
             cross_entropy = tf.nn.softmax_cross_entropy_with_logits(
                 labels=batch["policy"][:, k], logits=policy
             )
-            policy_loss += self._batch_mean(w * batch["policy_mask"][:, k] * cross_entropy)
+            policy_loss += tf.reduce_mean(w * batch["policy_mask"][:, k] * cross_entropy)
             if reward is not None:  # no reward loss at k = 0 (see the module docstring)
-                reward_loss += self._batch_mean(
+                reward_loss += tf.reduce_mean(
                     w * nets.reward_support.loss(reward, batch["reward"][:, k])
                 )
         value_loss *= self.config.value_loss_weight
         l2 = (
             0.5
             * self.config.weight_decay
-            * tf.add_n([self._sum_of_squares(v) for v in self._variables])
+            * tf.add_n([tf.reduce_sum(tf.square(v)) for v in self._variables])
         )
         total = value_loss + reward_loss + policy_loss + l2
         return {
@@ -266,18 +230,17 @@ class Learner:
             for h in hiddens:
                 tape.watch(h)
             losses = self.losses(outputs, batch)
-            objective = self._objective(losses["total"])
-        grads, hidden_grads = tape.gradient(objective, (self._variables, hiddens))
+        grads, hidden_grads = tape.gradient(losses["total"], (self._variables, hiddens))
         metrics = {f"loss/{name}": value for name, value in losses.items()}
-        metrics["grad/global_norm"] = self._global_norm(grads)
+        metrics["grad/global_norm"] = tf.linalg.global_norm(grads)
         position = 0
         for name, group in self._groups.items():
-            metrics[f"grad/{name}"] = self._global_norm(grads[position : position + len(group)])
+            metrics[f"grad/{name}"] = tf.linalg.global_norm(grads[position : position + len(group)])
             position += len(group)
         for k, (h, g) in enumerate(zip(hiddens, hidden_grads, strict=True)):
             g = tf.zeros_like(h) if g is None else g
-            metrics[f"grad/hidden_depth_{k}"] = self._norm(g)
-            metrics[f"hidden/norm_depth_{k}"] = self._batch_mean(tf.norm(h, axis=-1))
+            metrics[f"grad/hidden_depth_{k}"] = tf.norm(g)
+            metrics[f"hidden/norm_depth_{k}"] = tf.reduce_mean(tf.norm(h, axis=-1))
         finite = tf.math.is_finite(metrics["grad/global_norm"]) & tf.math.is_finite(losses["total"])
         metrics["nonfinite"] = 1.0 - tf.cast(finite, tf.float32)
         self.apply_gradients(grads)
@@ -298,10 +261,7 @@ class Learner:
         """One update from ``grads`` (one per trainable variable, in ``networks``' order): each
         optimizer on its variables (a frozen network's are left out)."""
         for optimizer, indices in zip(self.optimizers, self._by_optimizer, strict=True):
-            chosen = self._clip([grads[i] for i in indices])
-            optimizer.apply_gradients(
-                [(g, self._variables[i]) for g, i in zip(chosen, indices, strict=True)]
-            )
+            optimizer.apply_gradients([(grads[i], self._variables[i]) for i in indices])
 
     def _update_packed(self, batch: StepInputs) -> tf.Tensor:
         """:meth:`_update_weights` with its metrics stacked into one ``[M]`` float32 tensor (one
@@ -313,7 +273,7 @@ class Learner:
     def batch_spec(self) -> dict[str, tf.TensorSpec]:
         """The fixed signature of the compiled step's input: shapes from the config, so the step
         is traced once and called without any per-call signature matching."""
-        B, K = self._rows(), self.config.unroll_steps
+        B, K = self.config.batch_size, self.config.unroll_steps
         A, obs = self.networks.num_actions, self.networks.observation_size
         return {
             "observations": tf.TensorSpec([B, obs], tf.float32),
@@ -349,14 +309,10 @@ class Learner:
 
     def update_tensors(self, tensors: StepInputs) -> dict[str, float]:
         """:meth:`update` on the arrays of :meth:`batch_tensors` (shapes of :meth:`batch_spec`)."""
-        values = self._compiled()(tensors)
-        return dict(zip(self._metric_names, values.numpy().tolist(), strict=True))
-
-    def _compiled(self) -> FlatCall:
-        """The traced step (traced at the first call), called directly: the concrete function,
-        not the tf.function, since NumPy arrays through the tf.function's signature matching
-        cost about a whole step per call (docs/performance.md); with its flat tensors
-        (FlatCall): TensorFlow's per-call binding left out."""
         if self._step is None:
             self._step = FlatCall(self._update.get_concrete_function())
-        return self._step
+        # The concrete function, not the tf.function: NumPy arrays through the tf.function's
+        # signature matching cost about a whole step per call (docs/performance.md); called with
+        # its flat tensors (FlatCall): TensorFlow's per-call binding left out.
+        values = self._step(tensors)
+        return dict(zip(self._metric_names, values.numpy().tolist(), strict=True))

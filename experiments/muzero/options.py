@@ -22,7 +22,6 @@ from experiments.muzero.qtransforms import Q_FORMS, QForm
 __all__ = [
     "LOSS_SCALES",
     "NORMALISATIONS",
-    "SEED_AXIS_NORMALISATIONS",
     "Q_FORMS",
     "LossScale",
     "Normalisation",
@@ -124,6 +123,3 @@ NORMALISATIONS: Registry[Normalisation] = Registry(
     ],
 )  # fmt: skip
 """Hidden-state normalisations by name."""
-
-SEED_AXIS_NORMALISATIONS = ("minmax", "none", "tanh")
-"""The normalisations without weights: those the seed axis supports (``muzero.seed_axis``)."""

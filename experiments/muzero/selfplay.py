@@ -36,7 +36,7 @@ from experiments.muzero.runtime.weights import WeightCopy
 from experiments.muzero.search_tf import CompiledSearch
 from experiments.tasks import VectorEnv
 
-__all__ = ["SEARCHES", "Inference", "SelfPlay", "act", "evaluate", "searched_move"]
+__all__ = ["SEARCHES", "Inference", "SelfPlay", "act", "evaluate"]
 
 SEARCHES = ("compiled", "numpy")
 """How :func:`act` searches: one compiled graph per move (runs), or the NumPy reference search
@@ -206,14 +206,6 @@ def act(
         visit_counts, root_value = result.visit_counts, result.root_value
     else:
         raise unknown_choice("search", search, SEARCHES)
-    return searched_move(actions, visit_counts, root_value)
-
-
-def searched_move(
-    actions: np.ndarray, visit_counts: np.ndarray, root_value: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """What :func:`act` returns from a search's output: the actions, the root values as float32
-    and the policies (each row's visit counts normalised)."""
     counts = visit_counts.astype(np.float32)
     policies = counts / counts.sum(axis=1, keepdims=True)
     return actions, root_value.astype(np.float32), policies
@@ -261,17 +253,6 @@ class SelfPlay:
             rng=self.rng,
             search=self.search,
         )
-        return self.play(actions, values, policies)
-
-    @property
-    def observations(self) -> np.ndarray:
-        """The environments' current observations ``[B, O]``, which the next move searches from."""
-        return self._observations
-
-    def play(self, actions: np.ndarray, values: np.ndarray, policies: np.ndarray) -> list[float]:
-        """Makes one move searched elsewhere (:meth:`step`'s, or a seed group's search): steps
-        every environment, records the move, stores the episodes that ended in replay; returns
-        their returns."""
         next_observations, rewards, dones = self.env.step(actions)
         self.env_steps += self.env.num_envs
         ended = self._episodes.record(self._observations, actions, rewards, values, policies, dones)

@@ -29,14 +29,7 @@ from experiments.muzero.selfplay import Inference, SelfPlay, evaluate
 from experiments.muzero.support import resolve_support_sizes
 from experiments.tasks import TaskConfig, VectorEnv, make_env
 
-__all__ = [
-    "RunSeeds",
-    "cache_key",
-    "new_networks",
-    "resolved_network_config",
-    "sample_batch",
-    "train",
-]
+__all__ = ["RunSeeds", "train"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,18 +98,18 @@ def train(
     The caller may stop iterating at any time; nothing needs cleaning up.
     """
     start = time.perf_counter()
-    network_config = resolved_network_config(config, task)
+    network_config = _network_config(config, task)
     seeds = RunSeeds.from_seed(seed)
     env = make_env(task, config.num_envs, seed=seeds.env)
     eval_env = make_env(task, config.eval_episodes, seed=seeds.evaluation_env)
     networks = functools.partial(
-        new_networks, network_config, env=env, variant=variant, seed=seeds.networks
+        _networks, network_config, env=env, variant=variant, seed=seeds.networks
     )
     build = functools.partial(_agent, config=config, variant=variant, placement=placement)
     if cache is None:
         agent = build(networks())
     else:
-        agent = cache.agent(cache_key(config, task, variant, placement), networks, build)
+        agent = cache.agent(_cache_key(config, task, variant, placement), networks, build)
     replay = ReplayBuffer(
         capacity=config.replay_capacity,
         observation_size=env.observation_size,
@@ -126,7 +119,7 @@ def train(
     returns = _warm_up(actor, replay, config=config)
     batches = Batches(
         replay,
-        sample=functools.partial(sample_batch, config=config),
+        sample=functools.partial(_sample, config=config),
         tensors=agent.learner.batch_tensors,
         rng=seeds.sampling,
         ahead=overlap,
@@ -144,7 +137,7 @@ def train(
         evaluations.close()
 
 
-def resolved_network_config(config: MuZeroConfig, task: TaskConfig) -> NetworkConfig:
+def _network_config(config: MuZeroConfig, task: TaskConfig) -> NetworkConfig:
     """``config.network`` with its support sizes resolved for ``task``."""
     sizes = resolve_support_sizes(task, config.network, discount=config.discount)
     return dataclasses.replace(
@@ -152,7 +145,7 @@ def resolved_network_config(config: MuZeroConfig, task: TaskConfig) -> NetworkCo
     )
 
 
-def new_networks(
+def _networks(
     network_config: NetworkConfig, *, env: VectorEnv, variant: Variant, seed: int
 ) -> Networks:
     """New networks for ``env``'s observations and actions, initialised from ``seed``."""
@@ -179,7 +172,7 @@ def _agent(
     return Agent(learner, inference)
 
 
-def cache_key(
+def _cache_key(
     config: MuZeroConfig, task: TaskConfig, variant: Variant, placement: Placement
 ) -> tuple:
     """What an :class:`~experiments.muzero.agents.AgentCache` keeps an agent by: everything its
@@ -198,7 +191,7 @@ def _warm_up(actor: SelfPlay, replay: ReplayBuffer, *, config: MuZeroConfig) -> 
     return returns
 
 
-def sample_batch(buffer: ReplayBuffer, rng: np.random.Generator, *, config: MuZeroConfig) -> Batch:
+def _sample(buffer: ReplayBuffer, rng: np.random.Generator, *, config: MuZeroConfig) -> Batch:
     """One training batch of ``config``'s size, unroll and targets from ``buffer``."""
     return buffer.sample(
         config.batch_size,

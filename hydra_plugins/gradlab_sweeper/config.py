@@ -16,7 +16,6 @@ class PlannedSweeperConf:
     _target_: str = "hydra_plugins.gradlab_sweeper.planned_sweeper.PlannedSweeper"
     max_batch_size: Optional[int] = None  # noqa: UP045 - OmegaConf's supported spelling
     params: Optional[dict[str, str]] = None  # noqa: UP045
-    seed_group: Optional[int] = None  # noqa: UP045 - seeds per launched job (muzero.seed_axis)
 
 
 ConfigStore.instance().store(

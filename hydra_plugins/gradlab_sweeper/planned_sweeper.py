@@ -14,13 +14,9 @@ experiments.launch.hydra_app --multirun`` (no plan) keeps Hydra's default.
 ``BasicSweeper`` lives in Hydra's private ``hydra._internal`` package and appears only in
 :func:`planned_sweeper_class`. If it is gone, or Hydra's sweepers no longer have the
 ``validate_batch_is_legal`` hook, one :class:`~experiments.base.private_api.PrivateAPIWarning` is
-given. ``PlannedSweeper`` is then Hydra's basic sweeper as ``hydra/sweeper=basic`` names it
-(public: Hydra's config store and ``hydra.utils.get_class``). The sweep gives the same jobs and
-results, and each job is composed a second time.
-
-Either way it adds one thing: ``seed_group`` (set by ``gradlab sweep`` when the jobs train on the
-seed axis, ``muzero.seed_axis=true``) launches the seeds of each configuration in groups, one
-Hydra job per group (:func:`experiments.launch.groups.group_batch`).
+given. ``PlannedSweeper`` is then Hydra's basic sweeper unchanged, as ``hydra/sweeper=basic``
+names it (public: Hydra's config store and ``hydra.utils.get_class``). The sweep gives the same
+jobs and results, and each job is composed a second time.
 """
 
 from __future__ import annotations
@@ -63,7 +59,6 @@ def planned_sweeper_class(
       private: returns the private class (a stand-in in tests).
       public: returns the basic sweeper through Hydra's public APIs.
     """
-    members: dict[str, object] = {"__module__": __name__}
     try:
         base = private()
         if not callable(getattr(base, "validate_batch_is_legal", None)):
@@ -75,33 +70,16 @@ def planned_sweeper_class(
             "each job composed once more before launch",
             err,
         )
-        base = public()
-        members["__doc__"] = "Hydra's basic sweeper, seeds grouped on the seed axis."
-    else:
-        members["__doc__"] = "Hydra's ``BasicSweeper`` without re-composing each job."
-        members["validate_batch_is_legal"] = _skip_validation
-    members.update(_grouping(base))
-    return type("PlannedSweeper", (base,), members)
-
-
-def _grouping(base: type) -> dict[str, object]:
-    """The methods that group seeds (``seed_group``) on top of ``base``."""
-
-    def __init__(self: Sweeper, max_batch_size=None, params=None, seed_group=None) -> None:
-        """The basic sweeper's arguments, and ``seed_group``: group the seeds of each
-        configuration in launched jobs of at most that many (``muzero.seed_axis``; None: a job
-        per seed)."""
-        base.__init__(self, max_batch_size=max_batch_size, params=params)
-        self.seed_group = seed_group
-
-    def get_job_batch(self: Sweeper) -> list[list[str]]:
-        """The basic sweeper's next batch, seeds grouped (:func:`experiments.launch.groups.
-        group_batch`)."""
-        from experiments.launch.groups import group_batch
-
-        return group_batch(base.get_job_batch(self), self.seed_group)
-
-    return {"__init__": __init__, "get_job_batch": get_job_batch}
+        return public()
+    return type(
+        "PlannedSweeper",
+        (base,),
+        {
+            "__module__": __name__,
+            "__doc__": "Hydra's ``BasicSweeper`` without re-composing each job (planned already).",
+            "validate_batch_is_legal": _skip_validation,
+        },
+    )
 
 
 PlannedSweeper = planned_sweeper_class()
