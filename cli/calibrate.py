@@ -4,7 +4,7 @@ Thin: the inputs are checked and every rung planned by
 :func:`experiments.protocols.calibration.calibrate.prepare`
 (nothing runs or is written on bad input: one line, exit 2); each rung runs as one sweep of the
 sweep service (:mod:`experiments.launch.sweep`, in this process, printed as `gradlab sweep`
-prints it: :func:`cli.jobs.sweep_command`); :func:`run_calibration` counts, decides and writes
+prints it: :func:`cli._sweep.sweep_command`); :func:`run_calibration` counts, decides and writes
 the record and the preset.
 """
 
@@ -149,7 +149,7 @@ def calibrate(
 
       gradlab sweep ablation=hidden_scale regime=calibrated/cartpole task=cartpole
     """
-    from cli.jobs import config_dir_of, job_of, parallel_jobs
+    from cli._sweep import config_dir_of, job_of, parallel_jobs
     from experiments.launch.settings import launcher_given
     from experiments.protocols.calibration.calibrate import prepare, run_calibration
 
@@ -177,7 +177,7 @@ def calibrate(
 
 def _sweeper(jobs: str, conf: Path, job):
     """One rung's sweep through the sweep service, printed as `gradlab sweep` prints it."""
-    from cli.jobs import sweep_command
+    from cli._sweep import sweep_command
     from experiments.launch.sweep import SweepRequest
 
     def run_sweep(sweep_overrides: list[str]) -> None:

@@ -206,7 +206,7 @@ def run(
 ) -> None:
     """Run every arm of a registered study (primary arms first; in a study across tasks, every
     task's); the same command resumes."""
-    from cli.jobs import job_of, sweep_command
+    from cli._sweep import job_of, sweep_command
     from experiments.jobs.lifetime import STOPPED_EXIT_CODES
     from experiments.launch.settings import parallel_jobs
     from experiments.launch.sweep import SweepRequest

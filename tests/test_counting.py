@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from cli.jobs import parallel_jobs
+from cli._sweep import parallel_jobs
 from cli.main import app
 from experiments.base.errors import ConfigError
 from experiments.base.process import cores

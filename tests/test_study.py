@@ -399,11 +399,12 @@ def test_study_run_sweeps_each_arm_through_the_sweep_service_in_this_process(tmp
 
 def test_study_run_and_calibrate_start_no_interpreter_of_their_own():
     # the code path: neither command imports subprocess nor names an interpreter or cli.main;
-    # both reach the sweep service through cli.jobs.sweep_command, which no Typer command is
+    # both reach the sweep service through cli._sweep.sweep_command, which no Typer command is,
+    # and no command module imports another (issue 50 item 1)
     import ast
 
+    import cli._sweep
     import cli.calibrate
-    import cli.jobs
     import cli.study
 
     for module in (cli.study, cli.calibrate):
@@ -424,11 +425,19 @@ def test_study_run_and_calibrate_start_no_interpreter_of_their_own():
         called = {
             alias.name
             for node in ast.walk(tree)
-            if isinstance(node, ast.ImportFrom) and node.module == "cli.jobs"
+            if isinstance(node, ast.ImportFrom) and node.module == "cli._sweep"
             for alias in node.names
         }
-        assert "sweep_command" in called and not called & {"sweep", "run"}, module.__name__
-    assert not hasattr(cli.jobs.sweep_command, "__wrapped__")  # a function, not a command
+        assert "sweep_command" in called, module.__name__
+    assert not hasattr(cli._sweep.sweep_command, "__wrapped__")  # a function, not a command
+    commands = ("bench", "calibrate", "explain", "export", "jobs", "pool", "report", "study")
+    for name in commands:  # no command module imports another command module
+        tree = ast.parse((Path(cli._sweep.__file__).parent / f"{name}.py").read_text())
+        imported = {node.module for node in ast.walk(tree)
+                    if isinstance(node, ast.ImportFrom) and node.module}  # fmt: skip
+        imported |= {a.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                     for a in node.names}  # fmt: skip
+        assert not imported & {f"cli.{c}" for c in commands}, name
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])

@@ -1,7 +1,7 @@
 """How a sweep's jobs ended, read from their folders: the counts after a sweep, and after a stop
 (which first records the jobs killed while they ran as ``interrupted``).
 
-The counts are data; the command line words them (``cli/jobs.py``).
+The counts are data; the command line words them (``cli/_sweep.py``).
 """
 
 from __future__ import annotations
