@@ -12,7 +12,7 @@ __all__ = ["RichProgress"]
 class RichProgress:
     """A rich progress bar: steps, loss and the last evaluation return; nothing off a terminal.
 
-    Built in the job's own process by :func:`experiments.jobs.isolation.execute`'s progress
+    Built in the job's own process by :func:`experiments.jobs.process.isolation.execute`'s progress
     factory (this class, passed by reference), drawing on that process's stderr.
 
     Args:

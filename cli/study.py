@@ -207,7 +207,7 @@ def run(
     """Run every arm of a registered study (primary arms first; in a study across tasks, every
     task's); the same command resumes."""
     from cli._sweep import job_of, sweep_command
-    from experiments.jobs.lifetime import STOPPED_EXIT_CODES
+    from experiments.launch.lifetime import STOPPED_EXIT_CODES
     from experiments.launch.settings import parallel_jobs
     from experiments.launch.sweep import SweepRequest
     from experiments.protocols.study.record import check
@@ -223,7 +223,7 @@ def run(
         results_dir,
         sweep=lambda overrides: sweep_command(
             SweepRequest(overrides, jobs=jobs, config_dir=conf, job=job)
-        ),  # in this process: a stop signal stops the arm's jobs (experiments.jobs.lifetime)
+        ),  # in this process: a stop signal stops the arm's jobs (experiments.launch.lifetime)
         say=typer.echo,
         error=lambda line: typer.echo(line, err=True),
         stopped=STOPPED_EXIT_CODES,

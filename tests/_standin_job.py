@@ -103,7 +103,7 @@ JOB = Job(
     train=train,
     muzero_schema=MuZeroConfig,
     preload=(
-        "experiments.jobs._preload_tensorflow",
+        "experiments.jobs.process._preload_tensorflow",
         "experiments.gradients",
     ),  # variants bind in TF
 )

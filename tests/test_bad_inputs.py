@@ -22,7 +22,7 @@ from conftest import compose_config
 from typer.testing import CliRunner
 
 from cli.main import app
-from experiments.jobs import isolation
+from experiments.jobs.process import isolation
 from experiments.launch.hydra_app import job_request
 
 

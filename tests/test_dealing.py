@@ -1,4 +1,4 @@
-"""How many jobs a parallel sweep deals to a worker at a time (experiments/jobs/dealing.py).
+"""How many jobs a parallel sweep deals to a worker at a time (experiments/launch/dealing.py).
 
 Expected deal sizes are worked by hand from the module's model: a worker's share is
 ``ceil(G * L / b / W) * b`` jobs plus ``build_cost`` per configuration it builds (at most one
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.jobs.dealing import BUILD_COST, deal_size, run_lengths
+from experiments.launch.dealing import BUILD_COST, deal_size, run_lengths
 
 
 def _keys(configs: int, seeds: int) -> list[str]:

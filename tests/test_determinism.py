@@ -17,8 +17,9 @@ import textwrap
 import pytest
 
 from experiments.config import LoggerConfig, RunConfig, RuntimeConfig, variant_schema
-from experiments.jobs import isolation, runner, store
+from experiments.jobs import runner, store
 from experiments.jobs.job import MUZERO
+from experiments.jobs.process import isolation
 
 CLOCK_KEYS = ("wall_time_s", "started_at", "ended_at")  # figures read from the clock
 

@@ -8,7 +8,7 @@ import signal
 import _host_targets as targets
 import pytest
 
-from experiments.jobs import hosting
+from experiments.jobs.process import hosting
 
 
 @pytest.fixture(autouse=True)

@@ -188,6 +188,47 @@ def test_no_import_back_up(lower, higher):
     assert back_up == []
 
 
+PROCESS_ROOM = "experiments.jobs.process"
+"""The job's process plumbing (its own process, the process server, how its processes end)."""
+
+
+def process_room_breaches(graph: dict[str, set[str]]) -> list[str]:
+    """Edges into :data:`PROCESS_ROOM` not through its door: a module of the job's own work (the
+    rest of ``experiments.jobs``) importing it at all, or any module outside it importing a
+    module inside it rather than the package (its ``__init__``'s public names)."""
+    room = PROCESS_ROOM
+
+    def inside(module: str) -> bool:
+        return module == room or module.startswith(f"{room}.")
+
+    def breach(source: str, target: str) -> bool:
+        if target.startswith(f"{room}."):
+            return True
+        return target == room and source.startswith("experiments.jobs.")
+
+    return sorted(
+        f"{source} -> {target}"
+        for source, targets in graph.items()
+        if not inside(source)
+        for target in targets
+        if breach(source, target)
+    )
+
+
+def test_the_process_room_has_one_door():
+    assert process_room_breaches(import_graph()) == []
+    made = {
+        "experiments.jobs.runner": {"experiments.jobs.process"},
+        "experiments.launch.a": {"experiments.jobs.process.hosting"},
+        "experiments.launch.b": {"experiments.jobs.process"},
+        "experiments.jobs.process.isolation": {"experiments.jobs.process.hosting"},
+    }
+    assert process_room_breaches(made) == [
+        "experiments.jobs.runner -> experiments.jobs.process",
+        "experiments.launch.a -> experiments.jobs.process.hosting",
+    ]
+
+
 LAYERS = (
     ("experiments.base",),
     ("experiments.gradients", "experiments.tasks"),

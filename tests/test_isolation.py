@@ -3,13 +3,15 @@ its own, a job killed by a signal or a refused config recorded as one failed job
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 
 import _standin_job as standin
 
 from experiments.base import process
-from experiments.jobs import isolation, store
+from experiments.jobs import store
+from experiments.jobs.process import hosting, isolation
 from experiments.launch.hydra_app import job_request
 
 
@@ -90,3 +92,15 @@ def test_overlap_only_with_a_core_to_spare(monkeypatch):
     from experiments.jobs.job import MUZERO
 
     assert MUZERO.overlap and not standin.JOB.overlap
+
+
+def test_the_process_room_has_one_function_to_run_a_job_and_its_preloads_exist():
+    import experiments.jobs.process as room
+    from experiments.jobs.job import MUZERO
+
+    assert room.__all__ == ["MAIN_PID_ENV", "STOP_FILE_ENV", "STOP_SIGNALS", "Skipped", "execute"]
+    assert room.execute is isolation.execute and room.Skipped is isolation.Skipped
+    # a process server skips a preload it cannot import without a word: each name must exist
+    names = [hosting._DIES_WITH_PARENT, *MUZERO.preload, *standin.JOB.preload]
+    assert [n for n in names if importlib.util.find_spec(n) is None] == []
+    assert "experiments.jobs.process._preload_tensorflow" in MUZERO.preload

@@ -32,7 +32,8 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from experiments.base import process
-from experiments.jobs import isolation, store
+from experiments.jobs import store
+from experiments.jobs.process import isolation
 from experiments.launch.hydra_app import job_request
 from experiments.report.runs.results import load_results
 

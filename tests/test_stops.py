@@ -7,7 +7,8 @@ seeds, two jobs at a time): a signal is sent once a job has written rows; every 
 the sweep's main one, collected *before* the signal with psutil, must be gone within 15 s.
 Each job's start is logged to a file (:func:`train_counted`), so "exactly once" is counted, not
 inferred from the final files. The unit tests at the end check the pieces (:mod:`experiments.
-lifetime`, the runner's stop, the store's ``interrupted``) in this process.
+jobs.process.lifetime`, :mod:`experiments.launch.lifetime`, the runner's stop, the store's
+``interrupted``) in this process.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ import _standin_job as standin
 import psutil
 import pytest
 
-from experiments.jobs import lifetime, runner, store
+from experiments.jobs import runner, store
+from experiments.jobs.process import lifetime
+from experiments.launch.lifetime import Sweep
 
 STEPS = 30
 SLEEP_S = 0.1  # per step: a job runs about 3 s once started
@@ -352,7 +355,7 @@ def test_job_stop_by_stop_file_or_by_a_signal_to_the_process(tmp_path):
 
 def test_sweep_takes_a_signal_as_a_stop_request_and_puts_everything_back(tmp_path):
     before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-    with lifetime.Sweep(grace_s=60) as sweep:
+    with Sweep(grace_s=60) as sweep:
         stop_file = Path(os.environ[lifetime.STOP_FILE_ENV])
         assert os.environ[lifetime.MAIN_PID_ENV] == str(os.getpid())
         assert not lifetime.stop_requested()
@@ -374,7 +377,7 @@ def test_a_second_signal_kills_what_is_left_and_exits_at_once(tmp_path):
     script = textwrap.dedent(
         """
         import os, signal, subprocess, sys, time
-        from experiments.jobs import lifetime
+        from experiments.launch import lifetime
         with lifetime.Sweep(grace_s=60, on_hard_stop=lambda s: print("hard stop", s)):
             child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
             print("child", child.pid, flush=True)
@@ -401,7 +404,7 @@ def test_a_child_dies_with_its_parent(tmp_path):
     script = textwrap.dedent(
         """
         import subprocess, sys
-        code = "from experiments.jobs.lifetime import die_with_parent; import time; "
+        code = "from experiments.jobs.process.lifetime import die_with_parent; import time; "
         code += "die_with_parent(); print('ready', flush=True); time.sleep(60)"
         child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
         child.stdout.readline()
@@ -463,6 +466,6 @@ def test_a_stop_records_the_jobs_left_running_and_counts_them(tmp_path):
 def test_the_stopped_exit_codes_are_128_plus_each_stop_signal():
     """`gradlab study run` ends on these and goes on after any other code: SIGHUP 1, SIGINT 2,
     SIGTERM 15."""
-    from experiments.jobs.lifetime import STOPPED_EXIT_CODES
+    from experiments.launch.lifetime import STOPPED_EXIT_CODES
 
     assert frozenset({129, 130, 143}) == STOPPED_EXIT_CODES

@@ -445,7 +445,8 @@ def test_a_stop_signal_to_study_run_stops_its_arm_and_the_study(tmp_path, monkey
     # A signal to the study's process alone (kill -INT pid) is a stop request to the arm being
     # swept (once: a second would kill its jobs at once): the jobs a stop leaves "running" are
     # recorded interrupted, the stop's one line, exit 128 + signal, no later arm.
-    from experiments.jobs import lifetime, store
+    from experiments.jobs import store
+    from experiments.jobs.process import lifetime
     from experiments.launch import plan
 
     study, results = _registered(tmp_path)

@@ -140,7 +140,7 @@ def test_failures_are_isolated_and_rerun(tmp_path, monkeypatch):
 
 def test_parallel_sweep_deals_the_seeds_of_a_configuration_to_one_worker(tmp_path, monkeypatch):
     """With --jobs 2, 2 variants x 3 seeds go to the workers a variant at a time (joblib's
-    batch_size from experiments/jobs/dealing.py, all dispatched at once so that deals start at a
+    batch_size from experiments/launch/dealing.py, all dispatched at once so that deals start at a
     variant's first seed), so each variant's seeds run in one host process."""
     monkeypatch.delenv("WANDB_MODE", raising=False)
     conf = standin.make_conf(tmp_path)

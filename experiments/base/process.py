@@ -1,8 +1,9 @@
 """Process-wide settings of a job, in one place: cores, TensorFlow threads, seeds, determinism,
 and a TensorFlow import without its C++ start-up chatter.
 
-Each job runs in a process of its own (:mod:`experiments.jobs.isolation`), so these settings are
-made once per job, before its first TensorFlow operation, and never leak into another job.
+Each job runs in a process of its own (:mod:`experiments.jobs.process.isolation`), so these
+settings are made once per job, before its first TensorFlow operation, and never leak into
+another job.
 """
 
 from __future__ import annotations

@@ -44,10 +44,12 @@ class Job:
         covers the task's returns), raising ConfigError; run before anything is launched.
       cache: makes what a job process keeps between the jobs it runs, handed to ``train`` as
         ``cache=``; with it, a launcher worker runs its jobs one after another in one process
-        (:class:`~experiments.jobs.hosting.JobHost`) instead of a process each. None: nothing kept.
+        (:class:`~experiments.jobs.process.hosting.JobHost`) instead of a process each. None:
+        nothing kept.
       overlap: ``train`` takes ``overlap=``: whether to run work that does not feed the next
         training step on worker threads beside it (the runner says so when the job has more
-        than one thread, :func:`experiments.jobs.isolation.overlap_for`); the numbers are the same.
+        than one thread, :func:`experiments.jobs.process.isolation.overlap_for`); the numbers
+        are the same.
     """
 
     name: str
@@ -123,7 +125,7 @@ MUZERO = Job(
     name="muzero",
     train=_train_muzero,
     muzero_schema=MuZeroConfig,
-    preload=("experiments.jobs._preload_tensorflow", "experiments.muzero.train", "wandb"),
+    preload=("experiments.jobs.process._preload_tensorflow", "experiments.muzero.train", "wandb"),
     check=_check_muzero,
     cache=_agent_cache,
     overlap=True,

@@ -6,9 +6,9 @@ tracker) is :mod:`experiments.jobs.start`'s, its end (the final :class:`~experim
 Summary`, curves, W&B closed) :mod:`experiments.jobs.finish`'s. It never raises for a problem
 inside the job: a diverged run is a result (status ``diverged``), a budget ends it cleanly
 (``timeout``), an exception is recorded (``failed`` with ``error.txt``), a stop (the sweep's, or
-a signal to the job's process: :mod:`experiments.jobs.lifetime`) ends it at the next step
+a signal to the job's process: :mod:`experiments.jobs.process.lifetime`) ends it at the next step
 (``interrupted``, its rows kept). Skipping, locking and the job's process are
-:mod:`experiments.jobs.isolation`'s; files are the store's.
+:mod:`experiments.jobs.process.isolation`'s; files are the store's.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def run_job(
       overlap: passed to ``train_fn`` as ``overlap=`` (:attr:`Job.overlap`: work on worker
         threads beside the training step); None: ``train_fn`` called without it.
       stop: asked before each step; True ends the job there with status ``interrupted``
-        (:class:`experiments.jobs.lifetime.JobStop`); None: never.
+        (:class:`experiments.jobs.process.lifetime.JobStop`); None: never.
 
     Returns:
       The summary.

@@ -29,8 +29,8 @@ from omegaconf import DictConfig, OmegaConf
 import conf as _conf_package
 from experiments.config import register_schema, to_run_config, without_hydra
 from experiments.jobs import store
-from experiments.jobs.isolation import Skipped, execute
 from experiments.jobs.job import MUZERO, Job, JobRequest
+from experiments.jobs.process import Skipped, execute
 from experiments.jobs.summary import Summary, error_line
 
 __all__ = ["CONF_DIR", "job_request", "launch", "main", "task_function"]
@@ -87,7 +87,7 @@ def job_request(
 
 def task_function(job: Job = MUZERO, progress: Any = None) -> Callable[[DictConfig], Any]:
     """Hydra's task function for ``job``: runs (or skips) the job whose folder is Hydra's
-    output dir for it (:func:`experiments.jobs.isolation.execute`).
+    output dir for it (:func:`experiments.jobs.process.isolation.execute`).
 
     Args:
       job: what each job runs.
@@ -159,9 +159,9 @@ def launch(
 def main() -> None:
     """``python -m experiments.launch.hydra_app [--multirun] OVERRIDES...`` (the MuZero job).
 
-    A signal stops it as it stops ``gradlab sweep`` (:class:`experiments.jobs.lifetime.Sweep`): the
-    jobs at their next step, then the exit status ``128 + signal``."""
-    from experiments.jobs.lifetime import Sweep
+    A signal stops it as it stops ``gradlab sweep`` (:class:`experiments.launch.lifetime.Sweep`):
+    the jobs at their next step, then the exit status ``128 + signal``."""
+    from experiments.launch.lifetime import Sweep
 
     register_schema(MUZERO.muzero_schema)
     with Sweep() as stopping:

@@ -1,7 +1,7 @@
 """A sweep's launcher settings: how many jobs at once, and the Hydra overrides that say so.
 
 ``--jobs`` (:func:`parallel_jobs`) becomes joblib's launcher with one worker per job at once, each
-job's TensorFlow threads, the deal of seeds per worker (:mod:`experiments.jobs.dealing`), and
+job's TensorFlow threads, the deal of seeds per worker (:mod:`experiments.launch.dealing`), and
 gradlab's planned sweeper (:func:`launch_overrides`). Nothing here runs a job or prints: the note a
 capped ``--jobs`` deserves is returned for the caller to show.
 """
@@ -12,6 +12,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from experiments.base.errors import ConfigError
+from experiments.launch.dealing import deal_size
 from experiments.launch.plan import PlannedJob
 
 __all__ = ["Parallel", "launch_overrides", "launcher_given", "parallel_jobs"]
@@ -91,7 +92,6 @@ def launch_overrides(
       force: re-run finished jobs too.
     """
     from experiments.base.process import cores
-    from experiments.jobs.dealing import deal_size
 
     extra = ["runtime.progress=false"]
     hyd = list(hyd)
@@ -103,7 +103,7 @@ def launch_overrides(
         # first cut (pre_dispatch, 2 * n_jobs jobs) would shift every later deal off the
         # configurations' boundaries, so everything is queued at once (workers still take the
         # next deal as they free up). A run of seeds of one configuration goes to one worker when
-        # that shortens the sweep (it builds the configuration once: experiments.jobs.dealing).
+        # that shortens the sweep (it builds the configuration once: experiments.launch.dealing).
         deal = deal_size([j.configuration for j in planned], parallel)
         hyd += [f"hydra.launcher.batch_size={deal}", "hydra.launcher.pre_dispatch=all"]
     if not any(o.split("=", 1)[0] == "hydra/sweeper" for o in hyd):

@@ -6,7 +6,7 @@ and validated by :func:`experiments.launch.plan.plan`, a study folder's design c
 launcher settings of :mod:`experiments.launch.settings`) or refuses it with a one-line
 :class:`~experiments.base.errors.ConfigError`, before anything is written. :func:`run_sweep`
 launches the plan through Hydra (:func:`launch_jobs`, under
-:class:`experiments.jobs.lifetime.Sweep`, which takes SIGINT/SIGTERM/SIGHUP as a stop request) and
+:class:`experiments.launch.lifetime.Sweep`, which takes SIGINT/SIGTERM/SIGHUP as a stop request) and
 returns a :class:`SweepResult`: the jobs counted from their folders
 (:mod:`experiments.launch.counting`), or how a stop left them (the jobs killed while they ran
 recorded ``interrupted``). Nothing here prints: notes go to the caller's callbacks, the rest is
@@ -230,7 +230,7 @@ def launch_jobs(
     """Runs Hydra on ``overrides`` (:func:`experiments.launch.hydra_app.launch`) so that nothing
     it starts outlives it.
 
-    A stop signal ends the jobs at their next step (:class:`experiments.jobs.lifetime.Sweep`);
+    A stop signal ends the jobs at their next step (:class:`experiments.launch.lifetime.Sweep`);
     the jobs killed while they ran are then recorded ``interrupted``. A launcher's own failure
     (e.g. Ray down) is returned in one line. Finished results are kept either way.
 
@@ -246,8 +246,7 @@ def launch_jobs(
     Raises:
       ConfigError: as Hydra's launch raises it.
     """
-    from experiments.jobs import lifetime
-    from experiments.launch import hydra_app
+    from experiments.launch import hydra_app, lifetime
 
     def hard_stop(signum: int) -> None:
         stopped = mark_stopped(planned, signum)

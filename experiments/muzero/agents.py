@@ -3,12 +3,12 @@ one process so that later runs of the same shapes skip tracing and compilation.
 
 A run's start-up is mostly its compiled functions: tracing the train step, then TensorFlow's
 lowering and loading of the XLA programs even when they come from the persistent cache, the same
-for the search (docs/performance.md, "Start-up, per job", gives the seconds). A process that
-runs several jobs of one configuration (the seeds of a sweep cell, see
-:mod:`experiments.jobs.isolation`) keeps the agent of the previous run and restarts it for the new
-seed instead: weights from networks built with the new seed's initialisers, the optimizer's
-state as built. Nothing else in an agent holds state between steps, so the run computes bit for
-bit what a new agent would (``tests/test_train.py``).
+for the search (docs/performance.md, "Start-up, per job", gives the seconds). A process that runs
+several jobs of one configuration (the seeds of a sweep cell, see
+:mod:`experiments.jobs.process.isolation`) keeps the agent of the previous run and restarts it for
+the new seed instead: weights from networks built with the new seed's initialisers, the optimizer's
+state as built. Nothing else in an agent holds state between steps, so the run computes bit for bit
+what a new agent would (``tests/test_train.py``).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """How many jobs a parallel sweep deals to a launcher worker at a time (joblib's ``batch_size``).
 
 A launcher worker keeps what a job built (MuZero's compiled agent, :class:`JobHost
-<experiments.jobs.hosting.JobHost>`) for the next job of the same configuration, which then only
-restarts it for its seed. Dealt one job at a time from Hydra's launch order (seeds varying
+<experiments.jobs.process.hosting.JobHost>`) for the next job of the same configuration, which
+then only restarts it for its seed. Dealt one job at a time from Hydra's launch order (seeds varying
 fastest), every worker takes a job of every configuration and builds each one: with 2 workers,
 every configuration is built twice. Dealt ``b`` consecutive jobs at a time, a run of seeds of one
 configuration stays in one worker and is built once, at the price of a coarser share of the

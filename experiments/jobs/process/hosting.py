@@ -1,5 +1,6 @@
 """Running a function in a process of its own, or in a long-lived host process, from a process
-server that imported the heavy libraries once (the plumbing of :mod:`experiments.jobs.isolation`).
+server that imported the heavy libraries once (the plumbing of
+:mod:`experiments.jobs.process.isolation`).
 
 :func:`run_isolated` forks each call from a ``multiprocessing`` forkserver that has imported the
 ``preload`` modules once (TensorFlow: several seconds saved per job), waits for it, and reports how
@@ -25,7 +26,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from experiments.jobs.lifetime import die_with_parent
+from experiments.jobs.process.lifetime import die_with_parent
 
 __all__ = ["Ended", "JobHost", "close_hosts", "run_hosted", "run_isolated"]
 
@@ -133,7 +134,7 @@ def _serve(conn: Connection) -> None:
     """A host's loop: run each ``(target, args, kwargs, env, cwd)`` it receives, answer
     ``(True, value)`` (returned) or ``(False, None)`` (raised: the host then exits, its state is
     not trusted), until EOF. A Ctrl-C does nothing here: the sweep's main process decides, and
-    a job stops at its next step (:class:`experiments.jobs.lifetime.JobStop`)."""
+    a job stops at its next step (:class:`experiments.jobs.process.lifetime.JobStop`)."""
     die_with_parent()  # the process server; it ends when the worker that started it does
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     session: dict[str, Any] = {}
@@ -208,10 +209,14 @@ class JobHost:
             self._process.join()
 
 
+_DIES_WITH_PARENT = "experiments.jobs.process._dies_with_parent"
+"""The module every process server imports first (a name: the forkserver imports it)."""
+
+
 def _context(preload: Sequence[str]):
     context = multiprocessing.get_context("forkserver")
     method_module = type(multiprocessing.get_context()).__module__
-    context.set_forkserver_preload(["experiments.jobs._dies_with_parent", method_module, *preload])
+    context.set_forkserver_preload([_DIES_WITH_PARENT, method_module, *preload])
     return context
 
 

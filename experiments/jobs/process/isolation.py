@@ -5,16 +5,17 @@ many jobs. If a job ran inside it, a kill of the job (the out-of-memory killer, 
 ``kill``) would kill the worker and, with joblib, stop the whole sweep. Instead :func:`execute`,
 what Hydra's task function calls for each job (and for a single run), skips a finished job (or
 one a live process holds), forks :func:`run_in_process` from a process server that has imported
-the heavy libraries once (:func:`experiments.jobs.hosting.run_isolated`), waits for it and
+the heavy libraries once (:func:`experiments.jobs.process.hosting.run_isolated`), waits for it and
 reports how the job ended: a job killed by a signal is recorded ``failed`` with the signal, and
 the sweep goes on. :func:`run_in_process` is the job's side: its process settings, the job's
 lock, then :func:`experiments.jobs.runner.run_job`.
 
 A job that can reuse what an earlier job of the same shapes built (MuZero's compiled agents,
-:class:`experiments.muzero.agents.AgentCache`) runs in a :class:`~experiments.jobs.hosting.JobHost`
-instead: one process per launcher worker that runs that worker's jobs one after another
-(:func:`experiments.jobs.hosting.run_hosted`). Isolation is the same: a job that kills its
-process is one failed job, and the next job gets a new host.
+:class:`experiments.muzero.agents.AgentCache`) runs in a
+:class:`~experiments.jobs.process.hosting.JobHost` instead: one process per launcher worker that
+runs that worker's jobs one after another (:func:`experiments.jobs.process.hosting.run_hosted`).
+Isolation is the same: a job that kills its process is one failed job, and the next job gets a new
+host.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ import dataclasses
 import traceback
 from typing import Any
 
-from experiments.jobs import lifetime, store
-from experiments.jobs.hosting import Ended, run_hosted, run_isolated
+from experiments.jobs import store
 from experiments.jobs.job import MUZERO, Job, JobRequest
+from experiments.jobs.process import lifetime
+from experiments.jobs.process.hosting import Ended, run_hosted, run_isolated
 from experiments.jobs.runner import ProgressFactory, run_job
 from experiments.jobs.summary import Summary, error_line
 

@@ -1,35 +1,24 @@
-"""How the processes of a sweep end together: a stop request, a parent's death, the last reap.
+"""How the processes of a sweep end together: the main process's side (a stop request, the last
+reap).
 
-A sweep is a tree of processes: the command line (the *main* process), the launcher's workers
-(joblib/loky workers, submitit's job processes, Ray's instance and workers), the process server
-and job host each worker forks its jobs from (:mod:`experiments.jobs.hosting`), and each job's W&B
-service. Three roles keep that tree from outliving its main process:
+A sweep is a tree of processes: the command line (the *main* process), the launcher's workers,
+the process server and job host each worker forks its jobs from, and each job's W&B service
+(:mod:`experiments.jobs.process.lifetime` holds the workers' and jobs' side).
 
-* **The main process** holds :class:`Sweep` while the launcher runs. SIGINT (Ctrl-C), SIGTERM
-  and SIGHUP never raise there: a watcher thread takes them, creates the sweep's *stop file*
-  (its path is in ``$GRADLAB_STOP_FILE`` for every process the sweep starts), and gives the jobs
-  :data:`GRACE_S` seconds to stop at their next step; a second signal, or the grace running out,
-  kills every process left below the main one at once. SIGINT and SIGHUP stay blocked in the main
-  thread, and so in every process it starts (a signal mask survives ``fork`` and ``exec``): a
-  Ctrl-C or a closed terminal, which reach every process of the terminal's foreground group,
-  reach only the main process's decision, so no worker dies in the middle of a job or prints a
-  traceback.
-* **A launcher worker** calls :func:`as_worker` before each job: it asks Linux to kill it when
-  its parent dies (``prctl(PR_SET_PDEATHSIG)``), which covers a SIGKILL of the main process,
-  which nothing can catch. The process server then sees its worker's pipe close and exits, and
-  the job host, which asked the same of the process server, is killed with it.
-* **The job's process** holds :class:`JobStop` while it trains: the runner asks it before each
-  step whether to stop (the stop file, or a SIGINT/SIGTERM/SIGHUP sent to the job's process
-  itself, as a cluster's scheduler does), and then records the job ``interrupted`` with the
-  rows it has.
-
-Linux only for the parent-death request (elsewhere a SIGKILLed sweep may leave its workers).
+**The main process** holds :class:`Sweep` while the launcher runs. SIGINT (Ctrl-C), SIGTERM and
+SIGHUP never raise there: a watcher thread takes them, creates the sweep's *stop file* (its path
+is in ``$GRADLAB_STOP_FILE`` for every process the sweep starts), and gives the jobs
+:data:`GRACE_S` seconds to stop at their next step; a second signal, or the grace running out,
+kills every process left below the main one at once. SIGINT and SIGHUP stay blocked in the main
+thread, and so in every process it starts (a signal mask survives ``fork`` and ``exec``): a
+Ctrl-C or a closed terminal, which reach every process of the terminal's foreground group, reach
+only the main process's decision, so no worker dies in the middle of a job or prints a
+traceback.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import shutil
 import signal
@@ -41,24 +30,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-__all__ = [
-    "GRACE_S",
-    "MAIN_PID_ENV",
-    "STOPPED_EXIT_CODES",
-    "STOP_FILE_ENV",
-    "JobStop",
-    "Sweep",
-    "as_worker",
-    "die_with_parent",
-    "end_processes",
-    "stop_requested",
-]
+from experiments.jobs.process import MAIN_PID_ENV, STOP_FILE_ENV, STOP_SIGNALS
 
-STOP_FILE_ENV = "GRADLAB_STOP_FILE"
-"""The environment variable naming the running sweep's stop file (exists: stop)."""
-
-MAIN_PID_ENV = "GRADLAB_SWEEP_PID"
-"""The environment variable holding the pid of the running sweep's main process."""
+__all__ = ["GRACE_S", "STOPPED_EXIT_CODES", "Sweep", "end_processes"]
 
 GRACE_S = 10.0
 """Seconds the jobs have, after the first stop signal, to stop at their next step and write their
@@ -69,92 +43,9 @@ _ENV = {
     # Ray's processes would print a stack dump for the SIGTERM that ends them (absl's handler)
     "RAY_DISABLE_FAILURE_SIGNAL_HANDLER": "1",
 }
-_PR_SET_PDEATHSIG = 1  # linux/prctl.h
-_STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _TERMINAL = (signal.SIGINT, signal.SIGHUP)  # blocked in the main thread, so in its children
-STOPPED_EXIT_CODES = frozenset(128 + s for s in _STOPPING)
+STOPPED_EXIT_CODES = frozenset(128 + s for s in STOP_SIGNALS)
 """The exit codes of a sweep a stop signal ended (``128 + signal``: 129, 130, 143)."""
-
-
-def die_with_parent(sig: int = signal.SIGKILL) -> None:
-    """Asks Linux to send this process ``sig`` when its parent ends (``PR_SET_PDEATHSIG``).
-
-    The request follows the parent *thread* that started this process; gradlab's processes are
-    started from their parent's main thread. A parent that already died before the request
-    (this process was re-parented) gets the signal sent at once. No-op off Linux.
-    """
-    if not sys.platform.startswith("linux"):  # pragma: no cover
-        return
-    parent = os.getppid()
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
-    except (OSError, AttributeError):  # pragma: no cover - no prctl: this process may outlive it
-        return
-    if os.getppid() != parent:  # the parent ended between the two reads
-        os.kill(os.getpid(), sig)
-
-
-def stop_requested() -> bool:
-    """Whether the sweep this process belongs to was asked to stop (its stop file exists)."""
-    path = os.environ.get(STOP_FILE_ENV)
-    return bool(path) and os.path.exists(path)
-
-
-def _main_thread() -> bool:
-    return threading.current_thread() is threading.main_thread()
-
-
-def as_worker() -> None:
-    """Makes this process a launcher worker of the running sweep (:data:`MAIN_PID_ENV`): it is
-    killed when its parent ends, and a Ctrl-C (the main process decides) never raises in it.
-    Does nothing in the sweep's main process itself (the basic launcher runs jobs there), nor
-    outside a sweep (no :data:`MAIN_PID_ENV`)."""
-    main_pid = os.environ.get(MAIN_PID_ENV)
-    if not main_pid or int(main_pid) == os.getpid():
-        return
-    die_with_parent(signal.SIGKILL)
-    if _main_thread():
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-class JobStop:
-    """Whether the job in this process should stop at its next step (call it).
-
-    True once the sweep's stop file exists (:data:`STOP_FILE_ENV`) or, while the context is held
-    in the main thread, once this process got SIGINT, SIGTERM or SIGHUP (which then raise
-    nothing: the job ends at its next step, its summary written). The previous handlers are put
-    back on exit.
-
-    Args:
-      stop_file: the stop file; default ``$GRADLAB_STOP_FILE`` (none: signals only).
-    """
-
-    def __init__(self, stop_file: str | os.PathLike[str] | None = None) -> None:
-        path = stop_file if stop_file is not None else os.environ.get(STOP_FILE_ENV)
-        self._file = os.fspath(path) if path else None
-        self.signal: int | None = None
-        self._saved: dict[int, Any] = {}
-
-    def __call__(self) -> bool:
-        if self.signal is not None:
-            return True
-        return self._file is not None and os.path.exists(self._file)
-
-    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        del frame
-        if self.signal is None:
-            self.signal = signum
-
-    def __enter__(self) -> JobStop:
-        if _main_thread():
-            for sig in _STOPPING:
-                self._saved[sig] = signal.signal(sig, self._on_signal)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for sig, handler in self._saved.items():
-            signal.signal(sig, handler)
-        self._saved.clear()
 
 
 def _descendants(pid: int) -> list[Any]:
@@ -226,7 +117,7 @@ class Sweep:
         return None if self.signal is None else 128 + self.signal
 
     def __enter__(self) -> Sweep:
-        if not _main_thread():
+        if threading.current_thread() is not threading.main_thread():
             raise RuntimeError("a sweep's signals can only be taken in the main thread")
         self._dir = tempfile.mkdtemp(prefix="gradlab-sweep-")
         self.stop_file = os.path.join(self._dir, "stop")
@@ -238,7 +129,7 @@ class Sweep:
         self._read, self._write = os.pipe()
         os.set_blocking(self._write, False)
         self._saved_wakeup = signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)
-        self._saved_handlers = {sig: signal.signal(sig, _ignore) for sig in _STOPPING}
+        self._saved_handlers = {sig: signal.signal(sig, _ignore) for sig in STOP_SIGNALS}
         self._saved_mask = signal.pthread_sigmask(signal.SIG_BLOCK, _TERMINAL)
         self._thread = threading.Thread(target=self._watch, name="gradlab-stop", daemon=True)
         self._thread.start()
@@ -256,7 +147,7 @@ class Sweep:
             if not data:
                 return
             for signum in data:
-                if signum in _STOPPING:
+                if signum in STOP_SIGNALS:
                     self._request(signum)
 
     def _request(self, signum: int) -> None:
@@ -317,7 +208,7 @@ class Sweep:
         workers, a local Ray instance), then gives every other process still below this one
         ``reap_s`` seconds and kills it. Python's own helpers (the process server and resource
         trackers) are left to end with this process, at end-of-file on their pipes."""
-        hosting = sys.modules.get("experiments.jobs.hosting")  # none imported: no host started
+        hosting = sys.modules.get("experiments.jobs.process.hosting")  # none imported: no host
         if hosting is not None:
             hosting.close_hosts()
         executor = _loky_executor()
