@@ -114,7 +114,7 @@ class _Configs(Mapping[str, type[VariantConfig]]):
 VARIANT_CONFIGS: Mapping[str, type[VariantConfig]] = _Configs()
 """Each registered variant's config class, by name (its ``name`` field's default)."""
 
-for _name in VARIANTS:  # the built-ins' classes exist from import on
+for _name in VARIANTS.builtins:  # the built-ins' classes exist from import on
     config_class(_name)
 del _name
 
