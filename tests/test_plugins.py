@@ -326,3 +326,59 @@ def test_a_sweep_records_each_plugins_version_and_a_build_failure_is_one_failed_
     assert summary["versions"]["plugin:gradlab-fails"] == "2.5"
     assert "this trick needs a GPU" in (job / "error.txt").read_text()
     assert "EXIT 1" in output  # both jobs ran; the sweep says one failed
+
+
+def test_study_register_pins_a_plugin_arm_and_check_refuses_another_version(
+    example, conf, tmp_path
+):
+    from experiments.protocols.study.design import load_study
+    from experiments.protocols.study.record import check, register
+
+    study_file = conf / "study" / "catch_stress.yaml"
+    text = study_file.read_text()
+    plain = register(load_study("catch_stress", conf), config_dir=conf, results_dir=tmp_path / "a")
+    assert "plugins" not in json.loads(plain.read_text())  # built-in arms only: no key
+    study_file.write_text(text.replace("{variant: maxnorm}", "{variant: norm_scale_gradient}"))
+    study = load_study("catch_stress", conf)
+    record = json.loads(register(study, config_dir=conf, results_dir=tmp_path / "b").read_text())
+    assert record["plugins"] == {
+        "norm_scale_gradient": {
+            "distribution": EXAMPLE_DIST,
+            "version": "0.1.0",
+            "entry_point": "norm_scale_gradient:SPEC",
+        }
+    }
+    assert record["arm_configs"]["norm_scale_gradient"]["variant.max_norm"] == 2.0
+    assert check(study, config_dir=conf, results_dir=tmp_path / "b") == []
+    # the plug-in upgraded after registration: the study's runs are refused
+    info = example / f"{EXAMPLE_DIST.replace('-', '_')}-0.1.0.dist-info"
+    meta = info / "METADATA"
+    meta.write_text(meta.read_text().replace("Version: 0.1.0", "Version: 0.2.0"))
+    VARIANTS.reload()
+    with pytest.raises(
+        ConfigError,
+        match=f"'norm_scale_gradient' of study 'catch_stress' was registered from {EXAMPLE_DIST} "
+        f"0.1.0; installed now: {EXAMPLE_DIST} 0.2.0",
+    ):
+        check(study, config_dir=conf, results_dir=tmp_path / "b")
+
+
+def test_the_audit_compares_each_runs_plugin_version_with_the_record():
+    from experiments.jobs.summary import Summary
+    from experiments.protocols.study.audit import _check_plugins, _Run
+
+    pin = {"distribution": EXAMPLE_DIST, "version": "0.1.0", "entry_point": "m:SPEC"}
+    record = {"plugins": {"norm_scale_gradient": pin}}
+
+    def run(folder, variant, version):
+        versions = {} if version is None else {f"plugin:{EXAMPLE_DIST}": version}
+        summary = Summary(status="completed", variant=variant, versions=versions)
+        return _Run(folder, summary, variant, 0)
+
+    runs = [run("a", "norm_scale_gradient", "0.1.0"), run("b", "none", None)]
+    (ok,) = _check_plugins(record, runs)
+    assert ok.ok and ok.name == "plug-ins" and ok.line.startswith("1 run(s) ran the pinned")
+    runs += [run("c", "norm_scale_gradient", "0.2.0"), run("d", "norm_scale_gradient", None)]
+    (breach,) = _check_plugins(record, runs)
+    assert not breach.ok and "2 of 3 run(s)" in breach.line and "c, d" in breach.line
+    assert _check_plugins({}, runs) == []  # a record without plug-ins: no such check
