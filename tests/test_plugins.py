@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -26,6 +27,7 @@ from experiments.gradients import VARIANTS
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "plugin_variant"
+EXAMPLE_PACKAGE = EXAMPLE / "norm_scale_gradient"
 EXAMPLE_DIST = "gradlab-norm-scale-gradient"
 EXAMPLE_POINT = {"norm_scale_gradient": "norm_scale_gradient:SPEC"}
 
@@ -50,24 +52,25 @@ def make_dist(
 def plugins(monkeypatch, tmp_path):
     """``add(name, version, points, modules)``: a distribution on ``sys.path`` (and on the
     ``PYTHONPATH`` of processes started from here); the registry reloaded before and after."""
-    modules_before = set(sys.modules)
+    added: list[str] = []  # the plug-ins' own modules, forgotten afterwards
     derived = dict(variant_config._derived)
 
-    def add(name, version, points, modules=None, *, path=()):
+    def add(name, version, points, modules=None, *, packages=()):
         root = make_dist(tmp_path / name, name, version, points, modules or {})
-        for entry in (root, *path):
-            monkeypatch.syspath_prepend(str(entry))
-            old = os.environ.get("PYTHONPATH")
-            monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(entry), *filter(None, [old])]))
+        for package in packages:  # as an install puts them: beside the .dist-info
+            shutil.copytree(package, root / package.name, ignore=shutil.ignore_patterns("__py*"))
+        added.extend([*(modules or {}), *(p.name for p in packages)])
+        monkeypatch.syspath_prepend(str(root))
+        old = os.environ.get("PYTHONPATH")
+        monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(root), *filter(None, [old])]))
         VARIANTS.reload()
         return root
 
     VARIANTS.reload()
     yield add
     VARIANTS.reload()  # read again at next use, after monkeypatch has restored sys.path
-    for name in set(sys.modules) - modules_before:
-        if not name.startswith(("experiments", "cli", "tensorflow", "keras")):
-            sys.modules.pop(name, None)
+    for name in added:
+        sys.modules.pop(name, None)
     for name in set(variant_config._derived) - set(derived):
         cls = variant_config._derived.pop(name)[1]
         vars(variant_config).pop(cls.__name__, None)
@@ -75,13 +78,13 @@ def plugins(monkeypatch, tmp_path):
 
 @pytest.fixture
 def example(plugins):
-    """``examples/plugin_variant`` as an installed distribution (its entry point as declared in
-    its pyproject.toml)."""
+    """``examples/plugin_variant`` as an installed distribution: its package copied beside a
+    ``.dist-info`` declaring its entry point as its pyproject.toml does."""
     assert (
         'norm_scale_gradient = "norm_scale_gradient:SPEC"'
         in (EXAMPLE / "pyproject.toml").read_text()
     )
-    return plugins(EXAMPLE_DIST, "0.1.0", EXAMPLE_POINT, path=[EXAMPLE])
+    return plugins(EXAMPLE_DIST, "0.1.0", EXAMPLE_POINT, packages=[EXAMPLE_PACKAGE])
 
 
 def _invoke(args):
@@ -292,7 +295,7 @@ print("EXIT", result.exit_code)
 def swept(plugins, tmp_path):
     """A sweep of the stand-in job over the example plug-in and one whose builder raises, in a
     process of its own (the jobs' processes then find both on their sys.path, as installed)."""
-    plugins(EXAMPLE_DIST, "0.1.0", EXAMPLE_POINT, path=[EXAMPLE])
+    plugins(EXAMPLE_DIST, "0.1.0", EXAMPLE_POINT, packages=[EXAMPLE_PACKAGE])
     build = "raise RuntimeError('this trick needs a GPU')"
     plugins(
         "gradlab-fails", "2.5", {"fails_at_build": "fails:SPEC"},
