@@ -57,6 +57,11 @@ def explain(
         _rich(variants, placements, freeze, confusions, notes)
 
 
+def _name(row) -> str:
+    """A variant's name, with the distribution and version of a plug-in's."""
+    return row.name if row.plugin is None else f"{row.name} (plug-in {row.plugin})"
+
+
 def _params(params: dict[str, float]) -> str:
     return ", ".join(f"{k}={v:g}" for k, v in params.items()) or "-"
 
@@ -89,7 +94,7 @@ def _markdown(variants, placements, freeze, confusions, notes) -> str:
     ]
     for v in variants:
         lines.append(
-            f"| {v.name} | {v.acts_on} | {_params(v.params)} | {v.forward_max_abs_diff:.4g} "
+            f"| {_name(v)} | {v.acts_on} | {_params(v.params)} | {v.forward_max_abs_diff:.4g} "
             f"| {v.gradient_factor:.4g} | {v.scope} | {v.evidence} | {v.summary} |"
         )
     lines += [
@@ -134,7 +139,7 @@ def _rich(variants, placements, freeze, confusions, notes) -> None:
         table.add_column(col, **kw)
     for v in variants:
         table.add_row(
-            v.name,
+            _name(v),
             v.acts_on,
             _params(v.params),
             f"{v.forward_max_abs_diff:.3g}",

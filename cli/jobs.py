@@ -195,7 +195,9 @@ def _variant_lines() -> dict[str, str]:
     lines = {}
     for name, spec in VARIANTS.items():
         params = ", ".join(f"{p.name}={p.default:g}" for p in spec.params)
-        lines[name] = spec.summary + (f" [{params}]" if params else "")
+        plugin = VARIANTS.plugin(name)
+        source = f" (plug-in from {plugin.source})" if plugin is not None else ""
+        lines[name] = spec.summary + (f" [{params}]" if params else "") + source
     return lines
 
 

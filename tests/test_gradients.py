@@ -54,11 +54,13 @@ EXPECTED = {
 }
 
 
-def test_expectations_cover_the_whole_registry():
-    assert set(EXPECTED) == set(G.VARIANTS)
+def test_expectations_cover_every_built_in_variant():
+    # an installed plug-in's variant is tested by its own package (tests/test_plugins.py: the
+    # example's), not by these hand-computed expectations
+    assert set(EXPECTED) == set(G.VARIANTS.builtins)
 
 
-@pytest.mark.parametrize("name", sorted(G.VARIANTS))
+@pytest.mark.parametrize("name", sorted(G.VARIANTS.builtins))
 @pytest.mark.parametrize("compiled", [False, True])
 def test_variant_forward_and_backward(name, compiled):
     variant = G.make_variant(name)

@@ -45,21 +45,27 @@ class Registry(Mapping[str, E], Generic[E]):
                 raise ValueError(f"{kind} {entry.name!r} is registered twice")
             self._entries[entry.name] = entry
 
+    def _table(self) -> dict[str, E]:
+        """The entries by name; a subclass that adds entries later adds them here
+        (:class:`experiments.base.plugins.PluggableRegistry`)."""
+        return self._entries
+
     def __getitem__(self, name: str) -> E:
-        return self._entries[name]
+        return self._table()[name]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._entries)
+        return iter(self._table())
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._table())
 
     def lookup(self, name: object) -> E:
         """The entry called ``name``; an unknown name raises ConfigError listing the choices."""
-        if not isinstance(name, str) or name not in self._entries:
-            raise unknown_choice(self.kind, name, self._entries)
-        return self._entries[name]
+        table = self._table()
+        if not isinstance(name, str) or name not in table:
+            raise unknown_choice(self.kind, name, table)
+        return table[name]
 
     def summaries(self) -> Mapping[str, str]:
         """``{name: one-line summary}``, in registration order."""
-        return {name: entry.summary for name, entry in self._entries.items()}
+        return {name: entry.summary for name, entry in self._table().items()}

@@ -8,8 +8,8 @@ one conversion path; :mod:`experiments.config.errors` gives every error its one-
 
 The ``muzero`` section is typed by the job's own schema (``muzero/schema`` in the ConfigStore,
 named in ``conf/muzero/*.yaml``'s defaults list), and each ``variant=<name>`` option is a config
-node of its class declared in :mod:`experiments.config.variants` (:func:`variant_schema`; checked
-against its registry entry at import), so adding a variant needs no YAML.
+node of its class derived from its registry entry by :mod:`experiments.config.variants`
+(:func:`variant_schema`), so adding a variant needs no YAML.
 """
 
 from __future__ import annotations
@@ -57,8 +57,8 @@ DivergenceConfig = DivergenceRule
 
 
 def variant_schema(name: str) -> type[VariantConfig]:
-    """The config node class of ``variant=<name>`` (declared in :mod:`experiments.config.variants`,
-    checked against its registry entry)."""
+    """The config node class of ``variant=<name>`` (derived from its registry entry by
+    :mod:`experiments.config.variants`)."""
     VARIANTS.lookup(name)
     return VARIANT_CONFIGS[name]
 

@@ -1,29 +1,32 @@
-"""The ``variant`` section of a run's config: :class:`VariantConfig` and one declared subclass
-per registered variant, each adding its parameters as float fields with the registry's defaults.
+"""The ``variant`` section of a run's config: :class:`VariantConfig` and one subclass per
+registered variant, derived from its registry entry.
 
-Declared here, by hand, so that grep finds them (``ScaleGradientVariant``) and a job's pickled
-config names a class that exists in the source; :func:`check_declared` (run at import) refuses a
-registry entry without its class, or a class whose fields or defaults differ from its entry's
-parameters, so the two cannot drift apart. Adding a variant: its registry entry
-(:mod:`experiments.gradients.variants`), its class here, its test.
+A variant's parameters are declared once, in its :class:`~experiments.gradients.VariantSpec`
+(built in, :mod:`experiments.gradients.variants`, or a plug-in's): :func:`config_class` derives
+its config class from the entry, a frozen subclass of :class:`VariantConfig` adding one float
+field per parameter with the entry's default, named after the variant (``scale_gradient`` ->
+``ScaleGradientVariant``) and kept as an attribute of this module, so a job's pickled config
+names a class that a job process finds here (a plug-in's class is derived again there, when
+unpickling asks for it). Adding a variant: its registry entry and its test, nothing here.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from experiments.gradients import PLACEMENTS, VARIANTS
+from experiments.gradients import PLACEMENTS, VARIANTS, VariantSpec
 
-__all__ = ["VARIANT_CONFIGS", "VariantConfig", "check_declared"]
+__all__ = ["VARIANT_CONFIGS", "VariantConfig", "class_name", "config_class"]
 
 
 @dataclasses.dataclass(frozen=True)
 class VariantConfig:
     """Which gradient variant the job trains with, and where it acts.
 
-    Each registered variant has a subclass below adding one float field per parameter, its
-    default the registry's; :attr:`params` collects them.
+    Each registered variant has a subclass (:func:`config_class`) adding one float field per
+    parameter, its default the registry's; :attr:`params` collects them.
 
     Attributes:
       name: a key of ``experiments.gradients.VARIANTS``.
@@ -52,124 +55,75 @@ class VariantConfig:
         return VARIANTS[self.name].bind(**self.params), PLACEMENTS[self.placement]
 
 
-@dataclasses.dataclass(frozen=True)
-class NoneVariant(VariantConfig):
-    """``variant=none``: the baseline."""
-
-    name: str = "none"
+def class_name(variant: str) -> str:
+    """The config class's name of a variant: ``scale_gradient`` -> ``ScaleGradientVariant``."""
+    return "".join(part.capitalize() for part in variant.split("_")) + "Variant"
 
 
-@dataclasses.dataclass(frozen=True)
-class ScaleGradientVariant(VariantConfig):
-    """``variant=scale_gradient``: the hidden state's gradient x ``scale``."""
-
-    name: str = "scale_gradient"
-    scale: float = 0.5
-
-
-@dataclasses.dataclass(frozen=True)
-class StopGradientVariant(VariantConfig):
-    """``variant=stop_gradient``: no gradient through the hidden state."""
-
-    name: str = "stop_gradient"
-
-
-@dataclasses.dataclass(frozen=True)
-class ClipnormVariant(VariantConfig):
-    """``variant=clipnorm``: each variable's gradient clipped to norm ``clipnorm``."""
-
-    name: str = "clipnorm"
-    clipnorm: float = 1.0
-
-
-@dataclasses.dataclass(frozen=True)
-class GlobalClipnormVariant(VariantConfig):
-    """``variant=global_clipnorm``: all gradients rescaled to joint norm ``clipnorm``."""
-
-    name: str = "global_clipnorm"
-    clipnorm: float = 1.0
-
-
-@dataclasses.dataclass(frozen=True)
-class MaxnormVariant(VariantConfig):
-    """``variant=maxnorm``: hidden-state rows of norm above ``max_value`` shrunk to it."""
-
-    name: str = "maxnorm"
-    max_value: float = 2.0
-
-
-@dataclasses.dataclass(frozen=True)
-class MaxnormKernelVariant(VariantConfig):
-    """``variant=maxnorm_kernel``: the dynamics network's kernels held to norm ``max_value``."""
-
-    name: str = "maxnorm_kernel"
-    max_value: float = 2.0
-
-
-@dataclasses.dataclass(frozen=True)
-class LrScaleVariant(VariantConfig):
-    """``variant=lr_scale``: every network's learning rate x ``scale`` (a control)."""
-
-    name: str = "lr_scale"
-    scale: float = 0.5
-
-
-@dataclasses.dataclass(frozen=True)
-class DynamicsLrScaleVariant(VariantConfig):
-    """``variant=dynamics_lr_scale``: the dynamics network's learning rate x ``scale``."""
-
-    name: str = "dynamics_lr_scale"
-    scale: float = 0.5
-
-
-@dataclasses.dataclass(frozen=True)
-class DepthLossScaleVariant(VariantConfig):
-    """``variant=depth_loss_scale``: step k's loss weighted ``scale**k`` (a control)."""
-
-    name: str = "depth_loss_scale"
-    scale: float = 0.5
-
-
-VARIANT_CONFIGS: dict[str, type[VariantConfig]] = {
-    cls.name: cls
-    for cls in (
-        NoneVariant,
-        ScaleGradientVariant,
-        StopGradientVariant,
-        ClipnormVariant,
-        GlobalClipnormVariant,
-        MaxnormVariant,
-        MaxnormKernelVariant,
-        LrScaleVariant,
-        DynamicsLrScaleVariant,
-        DepthLossScaleVariant,
+def _derive(spec: VariantSpec) -> type[VariantConfig]:
+    fields: list[tuple[str, type, Any]] = [("name", str, dataclasses.field(default=spec.name))]
+    fields += [(p.name, float, dataclasses.field(default=p.default)) for p in spec.params]
+    cls = dataclasses.make_dataclass(
+        class_name(spec.name),
+        fields,
+        bases=(VariantConfig,),
+        frozen=True,
+        namespace={"__module__": __name__, "__doc__": f"``variant={spec.name}``: {spec.summary}"},
     )
-}
-"""Each registered variant's config class, by name (its ``name`` field's default)."""
+    cls.__module__ = __name__
+    return cls
 
 
-def check_declared() -> None:
-    """Refuses a registered variant without its class here, a class without its registry
-    entry, or a class whose parameter fields (names, float type, defaults) are not its entry's.
+_derived: dict[str, tuple[VariantSpec, type[VariantConfig]]] = {}
+"""Each variant's derived class with the entry it was derived from (a registry reloaded with
+another entry of the name derives again). This module's one cache: the classes must be the same
+objects for as long as configs refer to them."""
+
+
+def config_class(name: str) -> type[VariantConfig]:
+    """The config class of the registered variant ``name``, derived from its entry at first use
+    and set as this module's attribute :func:`class_name` (so pickle finds it).
 
     Raises:
-      RuntimeError: naming the variant and what differs (a programming error, not bad input).
+      KeyError: no variant of that name.
     """
-    if set(VARIANT_CONFIGS) != set(VARIANTS):
-        raise RuntimeError(
-            "variant config classes and the variant registry differ: registered without a "
-            f"class {sorted(set(VARIANTS) - set(VARIANT_CONFIGS))}, a class without an entry "
-            f"{sorted(set(VARIANT_CONFIGS) - set(VARIANTS))} (experiments/config/variants.py)"
-        )
-    for name, cls in VARIANT_CONFIGS.items():
-        fields = [f for f in dataclasses.fields(cls) if f.name not in ("name", "placement")]
-        have = [(f.name, f.type, f.default) for f in fields]
-        want = [(p.name, "float", p.default) for p in VARIANTS[name].params]
-        if have != want:
-            raise RuntimeError(
-                f"variant {name!r}: {cls.__name__}'s fields {have} are not its registry "
-                f"parameters {want} (experiments/config/variants.py)"
-            )
+    spec = VARIANTS[name]
+    have = _derived.get(name)
+    if have is None or have[0] is not spec:
+        cls = _derive(spec)
+        _derived[name] = (spec, cls)
+        globals()[cls.__name__] = cls
+        return cls
+    return have[1]
 
 
-check_declared()
+class _Configs(Mapping[str, type[VariantConfig]]):
+    """Each registered variant's config class by name, in the registry's order (plug-ins'
+    included: reading it loads them)."""
+
+    def __getitem__(self, name: str) -> type[VariantConfig]:
+        return config_class(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(VARIANTS)
+
+    def __len__(self) -> int:
+        return len(VARIANTS)
+
+
+VARIANT_CONFIGS: Mapping[str, type[VariantConfig]] = _Configs()
+"""Each registered variant's config class, by name (its ``name`` field's default)."""
+
+for _name in VARIANTS.builtins:  # the built-ins' classes exist from import on
+    config_class(_name)
+del _name
+
+
+def __getattr__(attr: str) -> type[VariantConfig]:
+    """A plug-in's config class asked for by name before it was derived here (a job process
+    unpickling its config): loads the plug-ins and derives it (PEP 562)."""
+    if attr.endswith("Variant"):
+        for name in VARIANTS:
+            if class_name(name) == attr:
+                return config_class(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")

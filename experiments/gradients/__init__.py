@@ -1,7 +1,8 @@
 """Gradient variants on MuZero's hidden state: the registries, their TensorFlow maths, the facts.
 
 * :mod:`~experiments.gradients.variants`: ``VARIANTS`` (name, where it acts, parameters,
-  builder) and :func:`make_variant`; no TensorFlow until a variant is bound;
+  builder; the built-ins and the plug-ins of ``ENTRY_POINT_GROUP``) and :func:`make_variant`; no
+  TensorFlow until a variant is bound;
 * :mod:`~experiments.gradients.placements`: ``PLACEMENTS``, where the hidden-state transform goes
   in the unroll, and :func:`get_placement`; no TensorFlow;
 * :mod:`~experiments.gradients.maths`: :func:`scale_gradient` and :func:`maxnorm_hidden`
@@ -23,8 +24,10 @@ from typing import Any
 from experiments.gradients.placements import PLACEMENTS, Placement, PlacementFn, get_placement
 from experiments.gradients.variants import (
     ACTS_ON,
+    ENTRY_POINT_GROUP,
     NETWORKS,
     VARIANTS,
+    Built,
     HiddenFn,
     ParamSpec,
     Variant,
@@ -34,9 +37,11 @@ from experiments.gradients.variants import (
 
 __all__ = [
     "ACTS_ON",
+    "ENTRY_POINT_GROUP",
     "NETWORKS",
     "PLACEMENTS",
     "VARIANTS",
+    "Built",
     "HiddenFn",
     "ParamSpec",
     "Placement",

@@ -51,6 +51,7 @@ class VariantRow:
     scope: str  # measured granularity
     evidence: str  # the measurement behind `scope`
     summary: str
+    plugin: str | None = None  # "<distribution> <version>" of a plug-in's variant; None: built in
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,7 +143,7 @@ def _scope(variant: Variant, jac: np.ndarray) -> tuple[str, str]:
 
 
 def explain_variants() -> list[VariantRow]:
-    """Measures every registered variant, with its default parameters."""
+    """Measures every registered variant (plug-ins' too), with its default parameters."""
     rows = []
     for name, spec in VARIANTS.items():
         variant = make_variant(name)
@@ -158,6 +159,7 @@ def explain_variants() -> list[VariantRow]:
                 scope=scope,
                 evidence=evidence,
                 summary=spec.summary,
+                plugin=None if (plugin := VARIANTS.plugin(name)) is None else plugin.source,
             )
         )
     return rows

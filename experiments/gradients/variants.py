@@ -5,7 +5,9 @@ variant's builder imports TensorFlow and the maths of :mod:`experiments.gradient
 imports nothing of this module) only when a job binds it. **Adding a variant is one**
 :class:`VariantSpec` **entry in** ``VARIANTS`` (its builder beside it) **plus one test**: its
 Hydra config node (``variant=<name>``, with one setting per parameter) is derived from the entry,
-and the parametrised tests pick it up.
+and the parametrised tests pick it up. An installed distribution adds one the same way, through
+the entry-point group :data:`ENTRY_POINT_GROUP`
+(:class:`~experiments.base.plugins.PluggableRegistry`).
 
 MuZero's pseudocode (Schrittwieser et al., 2020, Appendix "Pseudocode") calls
 ``scale_gradient(hidden_state, 0.5)`` after each recurrent step; the look-alikes people confuse it
@@ -23,12 +25,14 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from experiments.base.errors import ConfigError
-from experiments.base.registry import Registry
+from experiments.base.plugins import PluggableRegistry
 
 __all__ = [
     "ACTS_ON",
+    "ENTRY_POINT_GROUP",
     "NETWORKS",
     "VARIANTS",
+    "Built",
     "HiddenFn",
     "ParamSpec",
     "Variant",
@@ -274,7 +278,39 @@ _SCALE = ParamSpec("scale", 0.5, 0.0, True, "gradient factor (0 = stop_gradient,
 _CLIP = ParamSpec("clipnorm", 1.0, 0.0, False, "largest gradient norm the optimizer applies")
 _MAX = ParamSpec("max_value", 2.0, 0.0, False, "largest L2 norm kept (Keras' default is 2)")
 
-VARIANTS: Registry[VariantSpec] = Registry(
+ENTRY_POINT_GROUP = "gradlab.variants"
+"""The entry-point group through which an installed distribution adds a variant: an entry point
+named as the variant whose object is its :class:`VariantSpec` (docs/usage.md, "Your own variant as
+a plug-in"; ``examples/plugin_variant/``)."""
+
+_RESERVED = ("name", "placement")
+"""Fields every variant config has (:class:`experiments.config.VariantConfig`): no parameter's."""
+
+
+def _accept(obj: Any) -> VariantSpec:
+    """A plug-in's entry point object, checked as a variant: a :class:`VariantSpec` whose
+    parameters are distinct identifiers, none of :data:`_RESERVED`, each default in its range."""
+    if not isinstance(obj, VariantSpec):
+        raise ConfigError(
+            f"it gives a {type(obj).__name__}, not a VariantSpec "
+            "(experiments.gradients.VariantSpec)"
+        )
+    names = [p.name for p in obj.params]
+    for param in obj.params:
+        if not isinstance(param, ParamSpec):
+            raise ConfigError(f"its parameter {param!r} is not a ParamSpec")
+        if not param.name.isidentifier() or param.name in _RESERVED or names.count(param.name) > 1:
+            raise ConfigError(
+                f"its parameter name {param.name!r} is not a distinct identifier other than "
+                f"{' and '.join(_RESERVED)}"
+            )
+        param.check(obj.name, param.default)
+    if not callable(obj.build):
+        raise ConfigError("its build is not callable")
+    return obj
+
+
+VARIANTS: PluggableRegistry[VariantSpec] = PluggableRegistry(
     "variant",
     [
         VariantSpec(
@@ -366,8 +402,12 @@ VARIANTS: Registry[VariantSpec] = Registry(
             build=_build_depth_loss_scale,
         ),
     ],
+    group=ENTRY_POINT_GROUP,
+    accept=_accept,
 )
-"""Registry of hidden-state variants by name."""
+"""Registry of hidden-state variants by name: the built-ins above, then the plug-ins of installed
+distributions (:data:`ENTRY_POINT_GROUP`), loaded at its first use; ``VARIANTS.plugin(name)`` says
+where a plug-in came from (None for a built-in)."""
 
 
 def make_variant(name: str, **params: Any) -> Variant:

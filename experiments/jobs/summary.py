@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from experiments.base.errors import ConfigError, unknown_choice
+from experiments.gradients import VARIANTS
 from experiments.jobs.identity import (
     CodeIdentity,
     code_identity,
@@ -43,7 +44,15 @@ from experiments.jobs.identity import (
 if TYPE_CHECKING:
     from experiments.config import RunConfig
 
-__all__ = ["SCHEMA", "STATUSES", "Summary", "error_line", "finite_or_none", "library_versions"]
+__all__ = [
+    "SCHEMA",
+    "STATUSES",
+    "Summary",
+    "error_line",
+    "finite_or_none",
+    "library_versions",
+    "plugin_version",
+]
 
 SCHEMA = 3
 """The schema version this gradlab writes (and the newest it reads)."""
@@ -85,7 +94,8 @@ class Summary:
       return_range: the width of the task's return range, or None.
       reward_scale: the task's reward scale.
       pid: the job's process id.
-      versions: the versions of Python and the libraries the job ran with.
+      versions: the versions of Python and the libraries the job ran with, and, for a variant
+        an installed plug-in gave, ``"plugin:<distribution>": "<version>"``.
       stability: the run's stability figures
       (:func:`experiments.verdicts.stability.stability_summary`).
       error: a failed or interrupted job's error, in one line; else None.
@@ -183,7 +193,7 @@ class Summary:
             return_range=None if bounds is None else float(bounds[1] - bounds[0]),
             reward_scale=cfg.task.reward_scale,
             pid=os.getpid(),
-            versions=library_versions(),
+            versions={**library_versions(), **plugin_version(cfg.variant.name)},
             config_sha256=config_fingerprint(flat_config(cfg)),
             started_at=utc_now(),
             code=code if code is not None else code_identity(),
@@ -278,6 +288,14 @@ def library_versions() -> dict[str, str]:
         except importlib.metadata.PackageNotFoundError:
             continue
     return out
+
+
+def plugin_version(variant: str) -> dict[str, str]:
+    """``{"plugin:<distribution>": "<version>"}`` for a variant an installed plug-in gave
+    (:mod:`experiments.base.plugins`), recorded in a summary's ``versions``: its code is outside
+    ``experiments/``, so the code identity does not cover it; empty for a built-in."""
+    plugin = VARIANTS.plugin(variant)
+    return {} if plugin is None else {f"plugin:{plugin.distribution}": plugin.version}
 
 
 def error_line(err: BaseException) -> str:

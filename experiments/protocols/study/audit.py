@@ -15,6 +15,8 @@ diverged / crashed / missing -> analysed) and one :class:`Check` per question, e
 * ``configs``: every run ran its arm's registered config (its ``config_sha256``, else every
   registered key against its ``config.yaml``);
 * ``code``: the runs ran one code identity, the record's (deviations listed);
+* ``plug-ins`` (only where the record pins an arm's plug-in): every run of a pinned plug-in's
+  variant recorded its distribution at the pinned version;
 * ``job set``: every run is one registered job (arm x seed), once, in the folder its name says.
 
 What cannot be checked (runs from before these fields existed) is a line that says so, never a
@@ -388,6 +390,27 @@ def _check_code(record: dict, runs: list[_Run]) -> Check:
                  + (", the record's" if pinned else "") + limit)  # fmt: skip
 
 
+def _check_plugins(record: dict, runs: list[_Run]) -> list[Check]:
+    """Where the record pins plug-ins (``plugins``), every run of a pinned variant recorded that
+    distribution at that version (``versions["plugin:<distribution>"]``); no check otherwise."""
+    pinned = record.get("plugins") or {}
+    if not pinned:
+        return []
+    have = [r for r in runs if r.summary is not None and r.summary.variant in pinned]
+    off = sorted(
+        r.folder
+        for r in have
+        if r.summary.versions.get(f"plugin:{pinned[r.summary.variant].get('distribution')}")
+        != pinned[r.summary.variant].get("version")
+    )
+    shown = ", ".join(f"{v} ({p.get('distribution')} {p.get('version')})" for v, p in
+                      sorted(pinned.items()))  # fmt: skip
+    if off:
+        return [Check("plug-ins", False, f"{len(off)} of {len(have)} run(s) of the pinned "
+                      f"plug-ins {shown} ran another version or none: {_listed(off)}")]  # fmt: skip
+    return [Check("plug-ins", True, f"{len(have)} run(s) ran the pinned plug-ins {shown}")]
+
+
 def _check_current(record: dict, config_dir: Path) -> Check:
     try:
         notes = check_pinned(record, config_dir=config_dir, where=record["design"]["name"])
@@ -580,6 +603,7 @@ def audit(folder: str | Path, *, config_dir: str | Path, expect_sha256: str | No
         _check_git(folder, first),
         _check_configs(folder, record, runs),
         _check_code(record, runs),
+        *_check_plugins(record, runs),
         _check_job_set(study, runs),
         _check_identity(record, runs),
         accounted,

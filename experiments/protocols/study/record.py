@@ -1,23 +1,25 @@
 """The pre-registration record: a study's design pinned in its results folder before any run.
 
-:func:`register` writes ``<results_dir>/<ablation>/preregistration.json`` holding the study file
-as written and as parsed, the text of every config file it names, each arm's resolved run config
-(Hydra's composition, as :class:`~experiments.config.RunConfig`, without ``runtime`` and the
-seed), the planned power, the code's identity (``code``: git commit, dirty flag, the SHA-256 of
-``experiments/`` and ``conf/``; :mod:`experiments.jobs.identity`), the endpoints' definitions'
-version (``endpoints``: :data:`ENDPOINTS_VERSION`) and the time. It refuses a folder that already
-holds a run (registration comes first), a tree with uncommitted changes in the paths that define
-a run (:data:`~experiments.jobs.identity.PINNED_PATHS`; a tree without git is registered with
-``commit`` None), and never overwrites a record.
+:func:`register` writes ``<results_dir>/<ablation>/preregistration.json`` holding the study file as
+written and as parsed, the text of every config file it names, each arm's resolved run config
+(Hydra's composition, as :class:`~experiments.config.RunConfig`, without ``runtime`` and the seed),
+the planned power, the code's identity (``code``: git commit, dirty flag, the SHA-256 of
+``experiments/`` and ``conf/``; :mod:`experiments.jobs.identity`), the distribution and version of
+each arm that is an installed plug-in's variant (``plugins``, only where one is), the endpoints'
+definitions' version (``endpoints``: :data:`ENDPOINTS_VERSION`) and the time. It refuses a folder
+that already holds a run (registration comes first), a tree with uncommitted changes in the paths
+that define a run (:data:`~experiments.jobs.identity.PINNED_PATHS`; a tree without git is registered
+with ``commit`` None), and never overwrites a record.
 
-:func:`check` compares the current design with the record before any arm runs: the study file
-must parse to the same design, every registered key of every arm's config must hold the same
-value, and every pinned file (the study file, the ablation preset, the regime, the task, the
-MuZero defaults, config.yaml) must hash as pinned; a file whose text changed but whose YAML
-parses to the same value (a comment) is a note. Keys added to the config since (a new setting
-whose default keeps the old behaviour) are returned as notes, not refused: the table's
-replication check covers them. :func:`check_jobs` refuses a job outside the design: a seed out of
-its range, a variant that is none of its arms, or a setting an arm does not register.
+:func:`check` compares the current design with the record before any arm runs: the study file must
+parse to the same design, every registered key of every arm's config must hold the same value, and
+every pinned file (the study file, the ablation preset, the regime, the task, the MuZero defaults,
+config.yaml) must hash as pinned; a file whose text changed but whose YAML parses to the same value
+(a comment) is a note; a pinned plug-in must be installed at its pinned version. Keys added to the
+config since (a new setting whose default keeps the old behaviour) are returned as notes, not
+refused: the table's replication check covers them. :func:`check_jobs` refuses a job outside the
+design: a seed out of its range, a variant that is none of its arms, or a setting an arm does not
+register.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from pathlib import Path
 import yaml
 
 from experiments.base.errors import ConfigError
+from experiments.gradients import VARIANTS
 from experiments.jobs.identity import code_identity, dirty_paths, file_sha256, flat_config
 from experiments.protocols.study.design import VALUE_ENDPOINTS, Arm, Study
 from experiments.protocols.study.power import equivalence_power, fisher_power
@@ -42,7 +45,9 @@ __all__ = [
     "check",
     "check_folder",
     "check_jobs",
+    "check_plugins",
     "design_seeds",
+    "pinned_plugins",
     "planned_power_across",
     "read_record",
     "record_path",
@@ -302,6 +307,7 @@ def register(
     configs = arm_configs(study, config_dir)
     check_faithful(study, configs)
     code = code_identity(root)
+    plugins = pinned_plugins(study)
     record = {
         "study": study.name,
         "registered_at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -313,6 +319,7 @@ def register(
         "files": files,
         "files_sha256": {n: file_sha256(t) for n, t in files.items()},
         "arm_configs": configs,
+        **({"plugins": plugins} if plugins else {}),
     }
     folder.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
@@ -351,7 +358,41 @@ def check(study: Study, *, config_dir: str | Path, results_dir: str | Path) -> l
         if added:
             notes.append(f"arm {arm!r}: settings added since registration: {', '.join(added)}")
     notes.extend(check_pinned(record, config_dir=Path(config_dir), where=study.name))
+    check_plugins(record, where=study.name)
     return notes
+
+
+def pinned_plugins(study: Study) -> dict[str, dict[str, str]]:
+    """The plug-ins among the study's arms (:mod:`experiments.base.plugins`), pinned in its record
+    as ``{variant: {"distribution", "version", "entry_point"}}``: their code is outside
+    ``experiments/`` (the code identity), so the distribution's version is what pins it."""
+    pinned = {}
+    for variant in sorted({arm.variant for arm in study.arms}):
+        plugin = VARIANTS.plugin(variant)
+        if plugin is not None:
+            pinned[variant] = {
+                "distribution": plugin.distribution,
+                "version": plugin.version,
+                "entry_point": plugin.value,
+            }
+    return pinned
+
+
+def check_plugins(record: dict, *, where: str) -> None:
+    """Refuses to run a study whose record pins a plug-in that is no longer installed at the
+    pinned distribution and version."""
+    for variant, pin in sorted((record.get("plugins") or {}).items()):
+        plugin = VARIANTS.plugin(variant)
+        now = "not installed" if plugin is None else plugin.source
+        if plugin is None or (plugin.distribution, plugin.version) != (
+            pin.get("distribution"),
+            pin.get("version"),
+        ):
+            raise ConfigError(
+                f"plug-in variant {variant!r} of study {where!r} was registered from "
+                f"{pin.get('distribution')} {pin.get('version')}; installed now: {now}; a "
+                "registered study runs its pinned plug-in (install that version)"
+            )
 
 
 def check_pinned(record: dict, *, config_dir: Path, where: str) -> list[str]:
