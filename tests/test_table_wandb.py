@@ -27,10 +27,16 @@ METRICS = "unstable,final_return"
 def wandb_env(tmp_path, monkeypatch):
     """W&B's own folders (artifact staging, cache, settings) under ``tmp_path``, WANDB_MODE
     unset (the default: offline)."""
+    import wandb
+
     monkeypatch.delenv("WANDB_MODE", raising=False)
     for name in ("WANDB_DATA_DIR", "WANDB_CACHE_DIR", "WANDB_CONFIG_DIR"):
         monkeypatch.setenv(name, str(tmp_path / name.lower()))
-    return tmp_path
+    yield tmp_path
+    # the W&B service this test started in the pytest process, with these folders, is shut down:
+    # a later test's run starts its own (left running, it failed later tests' init after the
+    # sweep tests, MailboxClosedError)
+    wandb.teardown()
 
 
 def _table(*args):
