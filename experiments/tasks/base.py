@@ -6,7 +6,39 @@ from typing import Protocol
 
 import numpy as np
 
-__all__ = ["ScaledRewards", "VectorEnv"]
+__all__ = ["ScaledRewards", "TaskSpec", "VectorEnv"]
+
+
+class TaskSpec(Protocol):
+    """What the task registry reads of a task's config to build and name it
+    (:class:`~experiments.tasks.config.TaskConfig` is one): declared here, below both, so the
+    registry names the config's type without importing the config module, which imports it.
+
+    Attributes:
+      name: the kind of environment (``catch``, ``cartpole``, ``gym``, ``minatar``).
+      id: the MinAtar game or gymnasium id.
+      rows, columns: Catch's board.
+      gym_id: the gymnasium id to make.
+      max_episode_steps: the time limit (0: the environment's own).
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def rows(self) -> int: ...
+
+    @property
+    def columns(self) -> int: ...
+
+    @property
+    def gym_id(self) -> str: ...
+
+    @property
+    def max_episode_steps(self) -> int: ...
 
 
 class VectorEnv(Protocol):

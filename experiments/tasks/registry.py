@@ -30,8 +30,7 @@ from experiments.tasks.gym_adapter import GymEnv
 from experiments.tasks.minatar_adapter import MinAtarEnv
 
 if TYPE_CHECKING:
-    from experiments.tasks.base import VectorEnv
-    from experiments.tasks.config import TaskConfig
+    from experiments.tasks.base import TaskSpec, VectorEnv
 
 __all__ = [
     "MAKERS",
@@ -42,19 +41,19 @@ __all__ = [
     "task_names",
 ]
 
-Maker = Callable[["TaskConfig", int, int], "VectorEnv"]
+Maker = Callable[["TaskSpec", int, int], "VectorEnv"]
 """``make(task, num_envs, seed)``: ``num_envs`` environments of ``task``, unscaled rewards."""
 
 
-def _make_catch(task: TaskConfig, num_envs: int, seed: int) -> VectorEnv:
+def _make_catch(task: TaskSpec, num_envs: int, seed: int) -> VectorEnv:
     return CatchEnv(num_envs, rows=task.rows, columns=task.columns, seed=seed)
 
 
-def _make_gym(task: TaskConfig, num_envs: int, seed: int) -> VectorEnv:
+def _make_gym(task: TaskSpec, num_envs: int, seed: int) -> VectorEnv:
     return GymEnv(task.gym_id, num_envs, seed=seed, max_episode_steps=task.max_episode_steps)
 
 
-def _make_minatar(task: TaskConfig, num_envs: int, seed: int) -> VectorEnv:
+def _make_minatar(task: TaskSpec, num_envs: int, seed: int) -> VectorEnv:
     return MinAtarEnv(task.id, num_envs, seed=seed, max_episode_steps=task.max_episode_steps)
 
 
@@ -235,7 +234,7 @@ def task_facts(name: str) -> TaskFacts:
     return _REGISTRY[name]
 
 
-def registered_name(task: TaskConfig) -> str | None:
+def registered_name(task: TaskSpec) -> str | None:
     """The registry name of a task config: ``catch``, ``cartpole``, the MinAtar game; ``None``
     for ``task=gym`` (any gymnasium id, not registered)."""
     if task.name == "minatar":
@@ -243,7 +242,7 @@ def registered_name(task: TaskConfig) -> str | None:
     return task.name if task.name in _REGISTRY else None
 
 
-def facts_for(task: TaskConfig) -> TaskFacts | None:
+def facts_for(task: TaskSpec) -> TaskFacts | None:
     """The entry of a task config (:func:`registered_name`), ``None`` for ``task=gym``."""
     name = registered_name(task)
     return None if name is None else _REGISTRY[name]

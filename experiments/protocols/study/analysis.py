@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from experiments.base.errors import ConfigError
-from experiments.protocols.study.record import ENDPOINTS_VERSION, RECORD
+from experiments.protocols.study.record import RECORD
+from experiments.report.runs.declared import Declared
 
 __all__ = [
     "Declared",
@@ -36,64 +37,6 @@ __all__ = [
 
 _RENAMED_V1 = {"failed": "failed_v1"}
 """Endpoint names of version 1 whose meaning moved to another name in version 2."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Declared:
-    """A study's registered primary analysis.
-
-    Attributes:
-      study: the study's name.
-      arm: the primary arm (a variant).
-      endpoint: the endpoint's name today (``failed_v1`` for a version-1 ``failed``).
-      rate_test: the declared test.
-      alpha: the declared alpha.
-      baseline: the baseline arm.
-      analysis: the analysis (``independent``).
-      registered_as: the endpoint's name in the record (equal to ``endpoint`` unless renamed).
-      endpoints_version: the record's endpoints version (1 when it has none).
-    """
-
-    study: str
-    arm: str
-    endpoint: str
-    rate_test: str
-    alpha: float
-    baseline: str = "none"
-    analysis: str = "independent"
-    registered_as: str = ""
-    endpoints_version: int = ENDPOINTS_VERSION
-    margin: float | None = None  # the primary endpoint's equivalence margin, if declared
-    margin_reason: str | None = None
-
-    @property
-    def renamed(self) -> str | None:
-        """A caption's words for a renamed endpoint, e.g. "registered as `failed` (endpoints
-        version 1), today's `failed_v1`"; None when not renamed."""
-        if not self.registered_as or self.registered_as == self.endpoint:
-            return None
-        return (
-            f"registered as `{self.registered_as}` (endpoints version {self.endpoints_version}), "
-            f"today's `{self.endpoint}`"
-        )
-
-    def matches(
-        self, *, analysis: str, rate_test: str, alpha: float, baseline: str | None = None
-    ) -> bool:
-        """The table is the registered analysis: the same analysis, test, alpha and baseline
-        (``None``, ``NAME`` or ``variant=NAME``; ``None`` is gradlab table's default,
-        ``variant=none``)."""
-        asked = "none" if baseline is None else baseline.removeprefix("variant=").strip()
-        return (analysis, rate_test, alpha, asked) == (
-            self.analysis,
-            self.rate_test,
-            self.alpha,
-            self.baseline,
-        )
-
-    @property
-    def confirmatory(self) -> list[tuple[dict, str, str]]:
-        return [({}, self.arm, self.endpoint)]
 
 
 def _record(folder: str | Path) -> dict | None:

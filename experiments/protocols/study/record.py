@@ -38,6 +38,7 @@ from experiments.gradients import VARIANTS
 from experiments.jobs.identity import code_identity, dirty_paths, file_sha256, flat_config
 from experiments.protocols.study.design import VALUE_ENDPOINTS, Arm, Study
 from experiments.protocols.study.power import equivalence_power, fisher_power
+from experiments.report.runs.declared import ENDPOINTS_VERSION
 
 __all__ = [
     "ENDPOINTS_VERSION",
@@ -56,10 +57,6 @@ __all__ = [
 ]
 
 RECORD = "preregistration.json"
-ENDPOINTS_VERSION = 2
-"""The endpoints' definitions a record is registered with: 2 is ``failed`` = not held
-(:mod:`experiments.verdicts.outcome`); a record without the key was registered with version 1, whose
-``failed`` is today's ``failed_v1`` (unstable, or never reached the threshold)."""
 
 
 def study_folder(study: Study, results_dir: str | Path) -> Path:

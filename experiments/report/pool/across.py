@@ -48,8 +48,8 @@ import pandas as pd
 from experiments.base.errors import ConfigError, unknown_choice
 from experiments.report.pool.pooled import check_margin, pool_arms
 from experiments.report.pool.table import Across, Cell, Column, Registration
-from experiments.report.runs.counting import counting_notes, drop_pooled_duplicates
-from experiments.report.runs.results import Results, load_results
+from experiments.report.runs.counting import counting_notes
+from experiments.report.runs.results import Results, drop_pooled_duplicates, load_results
 from experiments.report.table.design import check_alpha, design_runs, status_note
 from experiments.report.table.metrics import METRICS
 from experiments.report.table.summarize import Table, summarize

@@ -18,7 +18,7 @@ from experiments.report.statistics.pooled_rates import PooledContrast
 from experiments.report.table.metrics import METRICS
 
 if TYPE_CHECKING:
-    from experiments.protocols.study.analysis import Declared
+    from experiments.report.runs.declared import Declared
     from experiments.report.statistics.contrasts import Confirmatory
 
 __all__ = ["Across", "Cell", "Column", "Pooled", "PooledEquivalence", "Registration"]

@@ -34,7 +34,6 @@ import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pandas as pd
 import yaml
@@ -43,9 +42,6 @@ from experiments.base.errors import ConfigError, unknown_choice
 from experiments.jobs.identity import config_fingerprint, flat_config
 from experiments.jobs.store import job_name
 from experiments.jobs.summary import Summary
-
-if TYPE_CHECKING:
-    from experiments.report.runs.results import Results
 
 __all__ = [
     "AVERAGED",
@@ -56,13 +52,13 @@ __all__ = [
     "check_keep",
     "counting_notes",
     "drop_duplicates",
-    "drop_pooled_duplicates",
     "duplicates_note",
     "job_folders",
     "missing_figures",
     "name_settings",
     "no_summary_record",
     "run_identities",
+    "shared_key",
     "run_identity",
 ]
 
@@ -277,7 +273,7 @@ def drop_duplicates(
         what = f"{this['group']}, seed {this['seed']}"
         if keep is None:
             raise ConfigError(
-                f"the same run ({what}, {_shared(keys, first)}) is in two folders: "
+                f"the same run ({what}, {shared_key(keys, first)}) is in two folders: "
                 f"'{other['path']}' and '{this['path']}'; a run counts once: remove the copy, or "
                 "pass --keep-duplicates first to count the first and list the other"
             )
@@ -286,7 +282,7 @@ def drop_duplicates(
     return kept, dropped
 
 
-def _shared(keys: Sequence[str], seen: dict) -> str:
+def shared_key(keys: Sequence[str], seen: dict) -> str:
     """What two runs share, in words (their seed is said beside it): the same config, or the same
     execution."""
     key = next(k for k in keys if k in seen)
@@ -362,55 +358,3 @@ def counting_notes(
     design = runs[runs["status"].isin(AVERAGED)]
     notes = [no_summary_note(runs), missing_figures(design, metrics), duplicates_note(duplicates)]
     return [n for n in notes if n]
-
-
-def drop_pooled_duplicates(loaded: Sequence[Results], *, keep: str | None) -> list[Results]:
-    """The folders of a pool with each run once over all of them.
-
-    A run (:func:`run_identities`, the ``identities`` column) found in an earlier folder is an error
-    naming both folders, or with ``keep="first"`` left out of the later folder and added to its
-    :attr:`~experiments.report.runs.results.Results.duplicates`.
-
-    Args:
-      loaded: the folders' results, in the order given.
-      keep: None or ``first``.
-
-    Raises:
-      ConfigError: a run in two folders and ``keep`` is None.
-    """
-    check_keep(keep)
-    first: dict[str, pd.Series] = {}
-    out = []
-    for results in loaded:
-        runs = results.runs
-        dropped, duplicates = [], list(results.duplicates)
-        for index, run in runs.iterrows():
-            keys = run.get("identities")
-            keys = tuple(keys) if isinstance(keys, tuple | list) else ()
-            other = next((first[k] for k in keys if k in first), None)
-            if other is None:
-                first.update(dict.fromkeys(keys, run))
-                continue
-            what = f"{run['group']}, seed {run['seed']}"
-            if keep is None:
-                raise ConfigError(
-                    f"the same run ({what}, {_shared(keys, first)}) is in two pooled folders: "
-                    f"'{other['path']}' and '{run['path']}'; a run counts once: give each run's "
-                    "folder once, or pass --keep-duplicates first to count the first and list "
-                    "the other"
-                )
-            dropped.append(index)
-            duplicates.append(Duplicate(kept=other["path"], dropped=run["path"], what=what))
-        if dropped and len(dropped) == len(runs):
-            raise ConfigError(
-                f"every run of '{results.root}' is also in an earlier folder (e.g. "
-                f"'{duplicates[-1].kept}'): the same folder under two names; give it once"
-            )
-        if dropped:
-            results = dataclasses.replace(
-                results,
-                runs=runs.drop(index=dropped).reset_index(drop=True),
-                duplicates=tuple(duplicates),
-            )
-        out.append(results)
-    return out

@@ -45,6 +45,7 @@ from experiments.report.runs.counting import (
     job_folders,
     no_summary_record,
     run_identities,
+    shared_key,
 )
 from experiments.report.runs.endpoints import add_endpoints
 from experiments.verdicts.stability import STABILITY_KEYS, stability_summary
@@ -53,6 +54,7 @@ __all__ = [
     "AVERAGED",
     "Results",
     "diverged_return",
+    "drop_pooled_duplicates",
     "group_label",
     "intention_to_treat",
     "load_curves",
@@ -401,3 +403,55 @@ def load_curves(results: Results, keys: Sequence[str] | None = None) -> pd.DataF
     values = [c for c in curves.columns if c not in ("job", "group", "seed", "step")]
     curves[values] = curves[values].apply(pd.to_numeric, errors="coerce").astype(float)
     return curves
+
+
+def drop_pooled_duplicates(loaded: Sequence[Results], *, keep: str | None) -> list[Results]:
+    """The folders of a pool with each run once over all of them.
+
+    A run (:func:`run_identities`, the ``identities`` column) found in an earlier folder is an error
+    naming both folders, or with ``keep="first"`` left out of the later folder and added to its
+    :attr:`~experiments.report.runs.results.Results.duplicates`.
+
+    Args:
+      loaded: the folders' results, in the order given.
+      keep: None or ``first``.
+
+    Raises:
+      ConfigError: a run in two folders and ``keep`` is None.
+    """
+    check_keep(keep)
+    first: dict[str, pd.Series] = {}
+    out = []
+    for results in loaded:
+        runs = results.runs
+        dropped, duplicates = [], list(results.duplicates)
+        for index, run in runs.iterrows():
+            keys = run.get("identities")
+            keys = tuple(keys) if isinstance(keys, tuple | list) else ()
+            other = next((first[k] for k in keys if k in first), None)
+            if other is None:
+                first.update(dict.fromkeys(keys, run))
+                continue
+            what = f"{run['group']}, seed {run['seed']}"
+            if keep is None:
+                raise ConfigError(
+                    f"the same run ({what}, {shared_key(keys, first)}) is in two pooled folders: "
+                    f"'{other['path']}' and '{run['path']}'; a run counts once: give each run's "
+                    "folder once, or pass --keep-duplicates first to count the first and list "
+                    "the other"
+                )
+            dropped.append(index)
+            duplicates.append(Duplicate(kept=other["path"], dropped=run["path"], what=what))
+        if dropped and len(dropped) == len(runs):
+            raise ConfigError(
+                f"every run of '{results.root}' is also in an earlier folder (e.g. "
+                f"'{duplicates[-1].kept}'): the same folder under two names; give it once"
+            )
+        if dropped:
+            results = dataclasses.replace(
+                results,
+                runs=runs.drop(index=dropped).reset_index(drop=True),
+                duplicates=tuple(duplicates),
+            )
+        out.append(results)
+    return out
