@@ -12,7 +12,7 @@ import pandas as pd
 
 from experiments.base.errors import ConfigError
 
-__all__ = ["curves", "family_table_of", "pool", "runs", "table"]
+__all__ = ["curves", "pool", "runs", "table"]
 
 _CURVE_KEYS = ("eval/return", "grad/global_norm", "loss/total")
 
@@ -185,25 +185,3 @@ def pool(folders: Sequence[str | Path] | str | Path, **options: Any) -> Any:
     for line in pooled.notes:
         _say(note, line)
     return pooled.table
-
-
-def family_table_of(
-    folder: Path,
-    *,
-    primary: str | None = None,
-    margin: float | None = None,
-    note: Callable[[str], None] | None = None,
-) -> Any:
-    """The registered confirmatory family of a study across tasks' folder, read from its record
-    alone (``*`` only while its audit passes; :func:`experiments.protocols.study.pooled.
-    family_table`); a ``margin`` or ``primary`` that disagrees with the record is refused.
-
-    Raises:
-      ConfigError: the folder is no study across tasks', or a disagreeing margin or arm.
-    """
-    from experiments.protocols.study.pooled import family_table
-
-    table, why = family_table(folder, primary=primary, margin=margin)
-    if why:
-        _say(note, f"note: {why}")
-    return table

@@ -59,7 +59,6 @@ __all__ = [
     "no_summary_record",
     "run_identities",
     "shared_key",
-    "run_identity",
 ]
 
 AVERAGED = ("completed", "diverged")
@@ -216,13 +215,6 @@ def run_identities(summary: Summary, folder: Path) -> tuple[str, ...]:
             f"started={getattr(summary, 'started_at', None)}/{stability}"
         )
     return tuple(keys)
-
-
-def run_identity(summary: Summary, folder: Path) -> str | None:
-    """The run's first key (:func:`run_identities`): its design point where it has one, else
-    its execution; None when it has neither."""
-    keys = run_identities(summary, folder)
-    return keys[0] if keys else None
 
 
 def _config_hash(path: Path) -> str | None:
