@@ -42,12 +42,15 @@ def latex_text(text: str) -> str:
     return text
 
 
-def latex_stack(lines: list[str], align: str) -> str:
+def latex_stack(lines: list[str], align: str, *, tight: bool = False) -> str:
     """One table cell of several lines (LaTeX already): a nested ``tabular`` hanging from the
-    row's baseline, aligned ``l`` or ``r``; a single line as it is."""
+    row's baseline, aligned ``l`` or ``r``; a single line as it is. Lines are a ``\\footnotesize``
+    line apart (9.5pt), ``tight``: 8pt after the first (a ``\\scriptsize`` line's own
+    spacing)."""
     if len(lines) == 1:
         return lines[0]
-    inner = r"\\{}".join(lines)  # {}: a line starting with [ is not a \\[length]
+    # {}: a line starting with [ is not a \\[length]
+    inner = (r"\\[-1.5pt]{}" if tight else r"\\{}").join(lines)
     gap = r"\rule[-3pt]{0pt}{3pt}"  # a strut: space below the last line, before the next row
     return rf"\begin{{tabular}}[t]{{@{{}}{align}@{{}}}}{inner}{gap}\end{{tabular}}"
 
