@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -28,7 +27,7 @@ import pandas as pd
 from experiments.base.errors import unknown_choice
 from experiments.report.table import latex_layout as geometry
 from experiments.report.table.caption import short_caption, table_caption
-from experiments.report.table.markup import latex_stack, latex_text
+from experiments.report.table.markup import latex_breakable, latex_stack, latex_text
 from experiments.report.table.metrics import DEFAULT_METRICS, HEADLINE_METRICS, METRICS
 
 if TYPE_CHECKING:
@@ -154,12 +153,6 @@ def _tex_cell(cell: Cell, align: str, *, key: bool, tight: bool) -> str:
     return latex_stack(texts, align, tight=tight)
 
 
-def _breakable(text: str) -> str:
-    """Plain text as LaTeX that may break after ``_`` and after a ``.`` before a letter, so a
-    long key such as ``muzero.network.reward_support_size`` never overfills a caption line."""
-    return re.sub(r"(\\_|\.(?=[A-Za-z]))", r"\1\\allowbreak{}", latex_text(text))
-
-
 def _tabular(grid: _Grid, block: geometry.Block, *, tight: bool) -> str:
     """One booktabs tabular: the lead columns, the block's metrics (and the tail), its rows;
     ``tight``: the metric cells' lines after the first 8pt apart."""
@@ -279,10 +272,10 @@ def latex_table(
     for p, blocks in enumerate(floats, start=1):
         where = f"Part {p} of {len(floats)}: {_part(table, blocks)}."
         if p == 1:
-            head = _breakable(text + (f" {where}" if len(floats) > 1 else ""))
+            head = latex_breakable(text + (f" {where}" if len(floats) > 1 else ""))
             ref = label
         else:
-            head = rf"Table~\ref{{{label}}} continued. " + _breakable(where)
+            head = rf"Table~\ref{{{label}}} continued. " + latex_breakable(where)
             ref = f"{label}:{p}"
         tabulars = "\\par\\medskip\n".join(_tabular(grid, b, tight=compact) for b in blocks)
         out.append(
@@ -291,7 +284,7 @@ def latex_table(
             f"\\label{{{ref}}}\n{tabulars}\\end{{table}}\n"
         )
     if methods == "full":
-        method = _breakable(table_caption(table, stacked=True))
+        method = latex_breakable(table_caption(table, stacked=True))
         out.append(
             f"\\par\\medskip\\noindent{{\\sloppy\\textbf{{Table~\\ref{{{label}}}, method.}} "
             f"{method}\\par}}\n"

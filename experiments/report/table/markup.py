@@ -4,9 +4,17 @@
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Sequence
 
-__all__ = ["html_table", "latex_escape", "latex_stack", "latex_text", "markdown_table"]
+__all__ = [
+    "html_table",
+    "latex_breakable",
+    "latex_escape",
+    "latex_stack",
+    "latex_text",
+    "markdown_table",
+]
 
 _LATEX = {
     "\\": r"\textbackslash{}",
@@ -29,7 +37,7 @@ def latex_escape(text: str) -> str:
 
 _UNICODE = {"↑": r"$\uparrow$", "↓": r"$\downarrow$", "≥": r"$\geq$", "α": r"$\alpha$"}
 _UNICODE.update({"—": "--", "–": "--", "Δ": r"$\Delta$", "∞": r"$\infty$", "×": r"$\times$"})
-_UNICODE.update({"−": "-", "<": "$<$"})
+_UNICODE.update({"−": "-", "<": "$<$", "±": r"$\pm$"})
 
 
 def latex_text(text: str) -> str:
@@ -40,6 +48,13 @@ def latex_text(text: str) -> str:
     for char, tex in _UNICODE.items():
         text = text.replace(char, tex)
     return text
+
+
+def latex_breakable(text: str) -> str:
+    """Plain text as LaTeX (:func:`latex_text`) that may break after ``_`` and after a ``.``
+    before a letter, so a long name such as ``muzero.network.reward_support_size`` never
+    overfills a caption line."""
+    return re.sub(r"(\\_|\.(?=[A-Za-z]))", r"\1\\allowbreak{}", latex_text(text))
 
 
 def latex_stack(lines: list[str], align: str, *, tight: bool = False) -> str:
