@@ -2,17 +2,22 @@
 plain ``\\documentclass{article}`` with ``\\usepackage{booktabs}`` and nothing else, each within
 the text width and the page (:mod:`~experiments.report.table.latex_layout` decides the breaks).
 
-Each metric is one column whose cell stacks the estimate, its interval, Δ, its interval and
-p_adj (a nested ``tabular``), beside the lead columns (the keys that vary, n). Metrics go into
-blocks of at most three side by side, fewer where the text width needs it; a block too tall for a
-page is split by stratum (e.g. regime), then by rows; consecutive blocks share a float while it
-fits (``\\sloppy``: a long key in the caption breaks a line loosely rather than overfull). The
-first float carries the short caption
+Each metric is one column whose cell stacks the estimate, its interval and p_adj (a nested
+``tabular``), beside the lead columns (the keys that vary, n). Two layouts (:data:`LAYOUTS`):
+``compact``, the default, shows of the default endpoints the headline ones
+(:func:`latex_metrics`), as many side by side as the text width takes, the lines of a cell 8pt
+apart (the main job: one float on one page), and names what it leaves out in the caption and in
+a comment line; ``full`` shows every endpoint, each cell also Δ and its interval, in blocks of at
+most three. A block too tall for a page is split by stratum (e.g. regime), then by rows;
+consecutive blocks share a float while it fits (``\\sloppy``: a long key in the caption breaks a
+line loosely rather than overfull). The first float carries the short caption
 (:func:`~experiments.report.table.caption.short_caption`) and the label; every further float is
 "continued", names its part (metrics, strata) and gets the label with ``:2``, ``:3`` ...
 ``methods="full"`` adds the full method text
-(:func:`~experiments.report.table.caption.table_caption`) as a paragraph after the floats. Keys
-wider than half the text width are stacked into one ``group`` cell, one ``key=value`` a line.
+(:func:`~experiments.report.table.caption.table_caption`) as a paragraph after the floats. A key
+``name (settings)`` goes on two lines; keys wider than half the text width are stacked into one
+``group`` cell, one ``key=value`` a line for the settings the group's runs set, each key by its
+last dotted name where that is unique (the caption says so).
 """
 
 from __future__ import annotations

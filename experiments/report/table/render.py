@@ -14,10 +14,11 @@ the tests, the correction and its m.
 Markdown: one column per item, caption below; stable (the same folder gives the same bytes). LaTeX
 (:mod:`~experiments.report.table.latex`): ``table`` floats that compile in a plain
 ``\\documentclass{article}`` with ``\\usepackage{booktabs}`` and nothing else, each metric one
-column whose cell stacks the estimate, its interval, Δ, its interval and p_adj, a short caption,
-split by metric, stratum or rows wherever the text width or a page needs it; the full caption
-with ``methods="full"``. CSV and JSON carry every number (``k``, ``n``, ``ci_low``, ``ci_high``,
-``delta``, ``delta_low``, ``delta_high``, ``p``, ``p_adjusted``, ``m``, ``bold`` ...).
+column whose cell stacks the estimate, its interval and p_adj (``layout="full"``: and Δ with its
+interval; the default ``compact`` shows the headline endpoints and names the rest), a short
+caption, split by metric, stratum or rows wherever the text width or a page needs it; the full
+caption with ``methods="full"``. CSV and JSON carry every number (``k``, ``n``, ``ci_low``,
+``ci_high``, ``delta``, ``delta_low``, ``delta_high``, ``p``, ``p_adjusted``, ``m``, ``bold`` ...).
 """
 
 from __future__ import annotations
