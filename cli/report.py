@@ -120,6 +120,16 @@ def table(
             "\\ref-ing its label). Markdown always carries the whole caption.",
         ),
     ] = None,
+    layout: Annotated[
+        str | None,
+        typer.Option(
+            "--layout",
+            help="LaTeX only: compact (default: of the default endpoints failed, final return, "
+            "reaching the threshold and grad norm p99; each cell the estimate, its CI and p_adj; "
+            "the main job on one page) | full (every endpoint, each cell also Δ and its CI; "
+            "split into floats by endpoint, then regime, where a page needs it).",
+        ),
+    ] = None,
     out: OutOption = None,
     wandb: Annotated[
         bool,
@@ -156,9 +166,11 @@ def table(
 
     LaTeX (-f latex, or -o X.tex) goes into a paper as it is: table floats that need only
     booktabs, each within a 10pt article's page (a two-column class: replace table by table*);
-    a short caption (--caption full adds the method text as a paragraph); a table too wide or
-    too tall for a page is split by endpoint, then by regime (stratum), then by rows, into
-    floats marked "continued", never cut.
+    a short caption (--caption full adds the method text as a paragraph). By default compact:
+    the headline endpoints, each estimate with its CI and p_adj, the main job in one float on
+    one page; the caption (and a comment line) names what is left out, and --layout full shows
+    it. A table too wide or too tall for a page is split by endpoint, then by regime (stratum),
+    then by rows, into floats marked "continued", never cut.
 
     Examples:
 
@@ -168,13 +180,15 @@ def table(
 
       gradlab table results/hidden_scale -f latex --caption full -o table.tex
 
+      gradlab table results/hidden_scale -f latex --layout full -o table_full.tex
+
       gradlab table results/hidden_scale -m failed,final_return --rate-test barnard -f csv
 
       gradlab table results/hidden_scale --margin failed=0.2 --margin final_return=0.1
 
       gradlab table results/hidden_scale --wandb
     """
-    from experiments.report.table.render import METHODS, render
+    from experiments.report.table.render import LAYOUTS, METHODS, render
     from gradlab._api import table as build
 
     fmt = output_format(fmt, out)
@@ -184,6 +198,10 @@ def table(
         raise ConfigError(
             f"--caption applies to -f latex; -f {fmt} always carries the whole caption"
         )
+    if layout is not None and layout not in LAYOUTS:
+        raise unknown_choice("--layout", layout, LAYOUTS)
+    if layout is not None and fmt != "latex":
+        raise ConfigError(f"--layout applies to -f latex; -f {fmt} always shows every column")
     refuse_inputs(out, [results_dir])  # before any work: an output never overwrites an input
     mode = _wandb_mode(wandb_dir, results_dir) if wandb else None
     summary = build(
@@ -199,7 +217,8 @@ def table(
         keep_duplicates=keep_duplicates,
         note=lambda line: typer.echo(line, err=True),
     )
-    emit(render(summary, fmt=fmt, methods=caption or "short"), out, [results_dir])
+    text = render(summary, fmt=fmt, methods=caption or "short", layout=layout or "compact")
+    emit(text, out, [results_dir])
     if mode is not None:  # after the table is out: W&B can only warn
         _log_to_wandb(summary, mode, wandb_dir, results_dir)
 

@@ -121,6 +121,23 @@ def test_table_caption_full_and_bad_choices(folder):
     assert len(md.output.strip().splitlines()) == 1
 
 
+def test_table_layout_full_and_bad_choices(folder):
+    compact = runner.invoke(app, ["table", str(folder), "-f", "latex"])
+    full = runner.invoke(app, ["table", str(folder), "-f", "latex", "--layout", "full"])
+    assert compact.exit_code == full.exit_code == 0, compact.output
+    first, rest = compact.stdout.split("\n", 1)
+    assert first.startswith("% compact layout, not shown: Delta and its CI, lost after learning")
+    assert "--layout full" in first and "lost after" not in rest.split("Not shown")[0]
+    assert r"$\Delta$=" in full.stdout and r"$\Delta$=" not in compact.stdout
+    assert "& lost after &" in full.stdout and full.stdout.startswith(r"\begin{table}")
+    bad = runner.invoke(app, ["table", str(folder), "-f", "latex", "--layout", "wide"])
+    assert bad.exit_code == 2
+    assert bad.output.strip() == "error: unknown --layout 'wide'; choose one of: compact, full"
+    md = runner.invoke(app, ["table", str(folder), "--layout", "full"])
+    assert md.exit_code == 2 and "--layout applies to -f latex" in md.output
+    assert len(md.output.strip().splitlines()) == 1
+
+
 def test_plot(folder, tmp_path):
     result = runner.invoke(app, ["plot", str(folder), "--out", str(tmp_path / "figs")])
     assert result.exit_code == 0, result.output

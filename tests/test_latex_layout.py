@@ -1,13 +1,16 @@
 """Where a LaTeX table breaks (experiments/report/table/latex_layout.py), in estimated points,
 without a LaTeX engine: metric blocks within the text width, rows by stratum then by row within a
-page, blocks packed into floats; every cell in exactly one block, never cut."""
+page, blocks packed into floats; every cell in exactly one block, never cut. The width estimate is
+checked against pdflatex's own where one is installed."""
 
 from __future__ import annotations
 
 import itertools
 import random
+import re
 
 import pytest
+from _latex import compile_table, engine
 
 from experiments.report.table import latex_layout as layout
 from experiments.report.table.latex_layout import (
@@ -20,6 +23,7 @@ from experiments.report.table.latex_layout import (
     plan,
     row_chunks,
 )
+from experiments.report.table.markup import latex_text
 
 
 def test_block_height_by_hand():
@@ -102,3 +106,42 @@ def test_plan_covers_every_cell_once_and_each_float_fits(seed):
         assert used <= layout.FLOAT_HEIGHT
     order = [(groups.index(b.metrics), b.rows[0]) for f in floats for b in f]
     assert order == sorted(order)  # by endpoint, then the rows in the table's order
+
+
+def test_text_width_by_hand():
+    # cmr10: "0" and "5" 5.01pt, "." 2.78pt; normalsize 1.02 x, scriptsize 0.88 x (cmr7's widest
+    # ratio, 2% more for kerns); any other character (Δ) 10pt at cmr10
+    assert layout.text_width("0.5", "normalsize") == pytest.approx(1.02 * 12.8)
+    assert layout.text_width("0.5", "scriptsize") == pytest.approx(0.88 * 12.8)
+    assert layout.text_width("Δ", "footnotesize") == pytest.approx(0.87 * 10.0)
+    assert layout.text_width("0.5", "bold") > layout.text_width("0.5", "footnotesize")
+
+
+def test_block_height_tight_pitch_by_hand():
+    # a tight stack: the first line 9.5pt, each further one 8pt
+    assert block_height([3], pitch=layout.TIGHT_LINE) == pytest.approx(34 + 9.5 + 2 * 8 + 0.5)
+    assert block_height([1, 1], pitch=layout.TIGHT_LINE) == block_height([1, 1])
+    # the tighter pitch lets more rows into a chunk: 34 + 4 x 34 = 170 <= 170 < 34 + 4 x 38.5
+    lines = [4] * 8
+    tight = row_chunks(lines, [0] * 8, room=170, pitch=layout.TIGHT_LINE)
+    assert tight == [(0, 1, 2, 3), (4, 5, 6, 7)]
+    assert row_chunks(lines, [0] * 8, room=170) == [(0, 1, 2), (3, 4, 5), (6, 7)]
+
+
+@pytest.mark.skipif(engine() is None, reason="no LaTeX engine (pdflatex, lualatex, tectonic)")
+def test_text_width_is_an_upper_estimate_of_what_pdflatex_prints(tmp_path):
+    texts = ["[-0.600, 0.608]", "[7.56e+07, 1.16e+15]", "scale_gradient", "WMWM mm %#",
+             "(3 imputed)", "muzero.network.reward_support_size=null", "p=0.032*"]  # fmt: skip
+    sizes = {"footnotesize": r"\footnotesize", "bold": r"\footnotesize\bfseries",
+             "scriptsize": r"\scriptsize", "normalsize": r"\normalsize"}  # fmt: skip
+    cases = list(itertools.product(texts, sizes))
+    boxes = "".join(
+        rf"\setbox0\hbox{{{sizes[size]} {latex_text(text)}}}\typeout{{WIDTH {i} \the\wd0}}"
+        for i, (text, size) in enumerate(cases)
+    )
+    log = compile_table(boxes + "x", tmp_path)
+    printed = {int(i): float(w) for i, w in re.findall(r"^WIDTH (\d+) ([\d.]+)pt", log, re.M)}
+    assert len(printed) == len(cases)
+    for i, (text, size) in enumerate(cases):  # at most 13% over (cmr7's widest ratio)
+        estimate = layout.text_width(text, size)
+        assert printed[i] <= estimate <= 1.15 * printed[i], (text, size, printed[i], estimate)

@@ -54,7 +54,7 @@ def tall(tmp_path_factory):
 
 
 def test_a_tall_table_is_split_into_continued_floats(tall):
-    text = render(tall, fmt="latex")
+    text = render(tall, fmt="latex", layout="full")
     floats = _floats(text)
     n = len(floats)
     assert n >= 3 and text.count(r"\caption{") == n
@@ -71,7 +71,7 @@ def test_a_tall_table_is_split_into_continued_floats(tall):
 
 
 def test_a_split_float_names_its_endpoints_and_strata(tall):
-    floats = _floats(render(tall, fmt="latex"))
+    floats = _floats(render(tall, fmt="latex", layout="full"))
     names = [re.search(r"Part \d+ of \d+: ([^.]*)\.", f).group(1) for f in floats]
     assert all("regime=" in name for name in names)  # each float holds some regimes, not all
     assert all(re.search(r"regime=(tuned|stress|harsh)", name) for name in names)
@@ -80,6 +80,16 @@ def test_a_split_float_names_its_endpoints_and_strata(tall):
     assert floats[: len(with_unstable)] == with_unstable
     rows = [r for f in with_unstable for r in re.findall(r"^(\w+ & \w+) & \\begin", f, re.M)]
     assert len(rows) == len(set(rows)) == 24  # every row once
+
+
+def test_the_compact_layout_puts_the_endpoints_side_by_side(tall):
+    # the four endpoints asked for (-m) all shown, in one block per chunk of rows, each row once
+    text = render(tall, fmt="latex")
+    heads = re.findall(r"^\\multicolumn\{2\}\{c\}\{\} & (.*) \\\\$", text, re.M)
+    assert heads and all(h == "unstable & diverged & final & grad norm" for h in heads)
+    rows = re.findall(r"^(\w+ & \w+) & \\begin", text, re.M)
+    assert len(rows) == len(set(rows)) == 24
+    assert len(_floats(text)) < len(_floats(render(tall, fmt="latex", layout="full")))
 
 
 def test_a_table_that_fits_is_one_float_without_parts(tmp_path):
@@ -99,8 +109,35 @@ def test_wide_keys_are_stacked_into_one_group_cell(tmp_path):
     assert len(table.shown_keys) == 2
     text = render(table, fmt="latex")
     assert r"\begin{tabular}{@{}lr@{}}" in text and "\n & k/n $\\downarrow$ \\\\" not in text
-    assert (r"\begin{tabular}[t]{@{}l@{}}muzero.learning\_rate=0.1\\{}"
-            r"muzero.network.value\_support\_size=0.1") in text  # fmt: skip
+    # each key by its last name; the caption names the prefixes left out
+    assert r"\begin{tabular}[t]{@{}l@{}}learning\_rate=0.1\\{}value\_support\_size=0.1" in text
+    caption = text.replace(r"\allowbreak{}", "")
+    assert "Group: the settings its runs set, named without muzero., muzero.network.; " in caption
+
+
+def test_a_group_cell_lists_the_settings_its_runs_set(tmp_path):
+    # the second arm leaves muzero.unroll_steps and task.learning_rate at their defaults (—)
+    arms = [
+        {"muzero.learning_rate": "0.1", "muzero.unroll_steps": "10", "task.learning_rate": "3"},
+        {"muzero.learning_rate": "0.01"},
+        {},
+    ]
+    for a, group in enumerate(arms):
+        for seed in range(2):
+            _job(tmp_path / "ladder", f"{a}-{seed}", group={"x": "y" * 30, **group}, seed=seed,
+                 stability={"unstable": seed})  # fmt: skip
+    table = summarize(load_results(tmp_path / "ladder"), metrics=["unstable"], baseline=None)
+    text = render(table, fmt="latex")
+    cells = re.findall(r"^\\begin\{tabular\}\[t\]\{@\{\}l@\{\}\}(.*?)\\rule", text, re.M)
+    cells += re.findall(r"^([^\\\s]\S*) & \\begin", text, re.M)  # one line: no stack
+    # two keys end in learning_rate: they keep their names; unroll_steps loses its prefix
+    assert sorted(cells) == sorted([
+        r"muzero.learning\_rate=0.1\\{}unroll\_steps=10\\{}task.learning\_rate=3",
+        r"muzero.learning\_rate=0.01",
+        "(defaults)",
+    ])  # fmt: skip
+    caption = text.replace(r"\allowbreak{}", "")
+    assert "Group: the settings its runs set, named without muzero.; the others at " in caption
 
 
 def _committed() -> list[Path]:
@@ -120,10 +157,10 @@ def test_the_committed_folders_include_the_main_job_and_the_studies():
 
 
 _EVERY_RUN = {
-    "hidden_scale",  # the main job: four floats
+    "hidden_scale",  # the main job: one float (--layout full: four)
     "study_faithful_space_invaders",  # a study across arms with a registered primary
     "study_catch_stress",  # Study 1: six arms x 70 seeds
-    "breakout_faithful_lost_after_learning/calibration",  # stacked wide keys, 12 floats
+    "breakout_faithful_lost_after_learning/calibration",  # stacked wide keys, 2 floats
 }
 """The folders compiled in every run; the others are marked slow (each table is computed from
 its summaries, minutes on CI's two cores in all): ``pytest -m slow`` compiles them too."""
@@ -146,12 +183,51 @@ def test_committed_table_compiles_within_the_page(folder, tmp_path):
     assert problems(compile_table(short, tmp_path)) == []
     assert problems(compile_table(short, tmp_path, two_column=True)) == []
     assert problems(compile_table(full, tmp_path)) == []
+    every = render(table, fmt="latex", layout="full")  # --layout full
+    assert problems(compile_table(every, tmp_path)) == []
 
 
-def test_the_main_job_splits_by_endpoint_then_regime():
+@pytest.fixture(scope="module")
+def main_job():
     from gradlab._api import table as build
 
-    text = render(build(FINDINGS / "hidden_scale", note=lambda line: None), fmt="latex")
+    return build(FINDINGS / "hidden_scale", note=lambda line: None)  # gradlab table's table
+
+
+def test_the_main_job_is_one_float_of_the_headline_endpoints(main_job):
+    text = render(main_job, fmt="latex")  # gradlab table results/findings/hidden_scale -f latex
+    (float_,) = _floats(text)
+    assert "Part " not in text and "continued" not in text and r"\label{tab:hidden_scale}" in text
+    heads = re.findall(r"^regime & variant & (.*) \\\\$", text, re.M)
+    assert heads == [r"k/n $\downarrow$ & return $\uparrow$ & end (CIF) $\uparrow$ & p99 "
+                     r"$\downarrow$"]  # fmt: skip
+    rows = re.findall(r"^(stress|tuned) & ([\w\\]+) & \\begin", text, re.M)
+    variants = ["none", "clipnorm", "maxnorm", r"scale\_gradient", r"stop\_gradient"]
+    assert rows == [(r, v) for r in ("stress", "tuned") for v in variants]  # each row once
+    # what is left out is named, and how to get it
+    caption = float_[float_.index(r"\caption{") : float_.index(r"\footnotesize")]
+    assert caption.endswith(r"Not shown: $\Delta$ with its 95\% CI; lost after learning, never "
+                            "learned.}\n")  # fmt: skip
+    assert text.splitlines()[0] == (
+        "% compact layout, not shown: Delta and its CI, lost after learning, never learned; every "
+        "endpoint with Delta and its CI: gradlab table DIR -f latex --layout full "
+        "(Table.to_latex(layout='full'))"
+    )
+    assert main_job.to_latex() == text
+
+
+@pytest.mark.skipif(engine() is None, reason="no LaTeX engine (pdflatex, lualatex, tectonic)")
+def test_the_main_job_compiles_on_one_page(main_job, tmp_path):
+    for methods, two_column in itertools.product(["short", "full"], [False, True]):
+        log = compile_table(render(main_job, fmt="latex", methods=methods), tmp_path,
+                            two_column=two_column)  # fmt: skip
+        assert problems(log) == []
+        if methods == "short":
+            assert pages(log) == 1, "twocolumn" if two_column else "article"
+
+
+def test_the_main_job_in_full_splits_by_endpoint_then_regime(main_job):
+    text = render(main_job, fmt="latex", layout="full")
     parts = [re.search(r"Part \d of 4: ([^.]*)\.", f).group(1) for f in _floats(text)]
     assert parts == [
         "failed, lost after learning, never learned; regime=stress",
@@ -159,12 +235,11 @@ def test_the_main_job_splits_by_endpoint_then_regime():
         "final return, reached by end (CIF), grad norm p99; regime=stress",
         "final return, reached by end (CIF), grad norm p99; regime=tuned",
     ]
+    assert not text.startswith("%") and "Not shown" not in text
 
 
 @pytest.mark.skipif(engine() is None, reason="no LaTeX engine (pdflatex, lualatex, tectonic)")
-def test_the_main_job_takes_a_page_a_float(tmp_path):
-    from gradlab._api import table as build
-
-    text = render(build(FINDINGS / "hidden_scale", note=lambda line: None), fmt="latex")
+def test_the_main_job_in_full_takes_a_page_a_float(main_job, tmp_path):
+    text = render(main_job, fmt="latex", layout="full")
     log = compile_table(text, tmp_path)
     assert problems(log) == [] and pages(log) == len(_floats(text)) == 4

@@ -271,7 +271,7 @@ def test_markdown_is_stable(tmp_path):
 
 
 def test_latex_structure(stress):
-    text = render(stress, fmt="latex")
+    text = render(stress, fmt="latex", layout="full")
     for piece in (r"\begin{table}", r"\toprule", r"\midrule", r"\bottomrule", r"\caption{"):
         assert text.count(piece) == 1, piece
     assert text.index(r"\toprule") < text.index(r"\midrule") < text.index(r"\bottomrule")
@@ -286,15 +286,50 @@ def test_latex_structure(stress):
     assert r"\textbf" not in next(line for line in text.splitlines() if line.startswith("none &"))
 
 
+def test_latex_compact_cells_hold_the_estimate_its_ci_and_p(stress):
+    text = render(stress, fmt="latex")  # compact: -m unstable,final_return are both shown
+    assert text.count(r"\begin{table}") == 1 and "$\\Delta$=" not in text.split("\\label")[1]
+    row = next(line for line in text.splitlines() if line.startswith("sg &"))
+    # the lines after the first 8pt apart (\\[-1.5pt]), no Delta and no Delta interval
+    assert (r"\textbf{0/5}\\[-1.5pt]{}\scriptsize [0.00, 0.52]\\[-1.5pt]{}\scriptsize p=0.016"
+            r"\rule") in row  # fmt: skip
+    assert row.count(r"\textbf{") == 2 and row.endswith(r"& 1 \\")
+    assert text.startswith("% compact layout, not shown: Delta and its CI; every endpoint with ")
+    caption = text[text.index(r"\caption{") : text.index(r"\footnotesize")]
+    assert "Below each estimate: its 95\\% CI and p of the contrast against variant=none" in caption
+    assert caption.endswith(r"Not shown: $\Delta$ with its 95\% CI.}" + "\n")
+    assert render(stress, fmt="latex", layout="full").startswith(r"\begin{table}")
+
+
+def test_latex_compact_shows_the_headline_of_the_default_endpoints(tmp_path):
+    table = summarize(load_results(_separated(tmp_path / "hs")), n_resamples=99)
+    compact, full = (render(table, fmt="latex", layout=x) for x in ("compact", "full"))
+    heads = " ".join(re.findall(r"^regime & variant & (.*)$", compact, re.M))
+    assert heads.count("&") == 3  # failed, final return, reached by end, grad norm p99
+    assert "lost after" not in compact.split("\n", 1)[1].split("Not shown")[0]
+    assert "Not shown: $\\Delta$ with its 95\\% CI; lost after learning, never learned." in compact
+    assert "lost after" in full and "Not shown" not in full
+    # a confirmatory contrast's endpoint is shown, whichever it is
+    starred = dataclasses.replace(table, confirmatory=(Confirmed("variant=sg", "never_learned"),))
+    text = render(starred, fmt="latex")
+    assert re.search(r"^\\multicolumn\{2\}\{c\}\{\} & failed & never & final & ", text, re.M)
+    assert "Not shown: $\\Delta$ with its 95\\% CI; lost after learning." in text
+
+
+def test_latex_bad_layout_names_the_choices(stress):
+    with pytest.raises(ConfigError, match=r"^unknown layout 'wide'; choose one of: compact, full$"):
+        render(stress, fmt="latex", layout="wide")
+
+
 def test_latex_caption_is_short_and_full_adds_the_method(stress):
-    short = render(stress, fmt="latex")
+    short = render(stress, fmt="latex", layout="full")
     caption = short[short.index(r"\caption{") : short.index(r"\footnotesize")]
     for words in ("n = 5 runs per group", "Fisher's exact test (rates)", "Mann--Whitney U",
                   "Holm-adjusted over the table (m=2)", r"p\_\allowbreak{}adj $<$ $\alpha$ = 0.05",
                   "1 more excluded (last column)", "random-policy return"):  # fmt: skip
         assert words in caption, words
     assert len(caption) < 900 and "percentile-bootstrap" not in short  # the method is not in it
-    full = render(stress, fmt="latex", methods="full")
+    full = render(stress, fmt="latex", methods="full", layout="full")
     assert full.startswith(short)  # the same table, then the method as a paragraph
     method = full[len(short) :]
     assert method.startswith(r"\par\medskip\noindent{\sloppy\textbf{Table~\ref{tab:hidden_scale}")
@@ -325,17 +360,21 @@ def test_latex_compiles_and_fits_the_text_width(tmp_path):
     results = load_results(_wide(tmp_path / "hidden_scale"))
     table = summarize(results, n_resamples=199, diverged_return=-0.6)
     assert table.shown_keys == ("regime", "variant")
-    for methods, two_column in itertools.product(["short", "full"], [False, True]):
-        text = render(table, fmt="latex", methods=methods)
+    for methods, two_column, layout in itertools.product(
+        ["short", "full"], [False, True], ["compact", "full"]
+    ):
+        text = render(table, fmt="latex", methods=methods, layout=layout)
         assert problems(compile_table(text, tmp_path, two_column=two_column)) == []
-    # every metric at once: blocks of at most three metric columns, each within the width
+    # every metric at once: blocks of at most three metric columns (full; compact: as many as
+    # the width takes, here four), each within the width
     every = ["failed", "unstable", "diverged", "final_return", "best_return", "return_auc",
              "steps_to_threshold", "grad_norm_p99", "hidden_norm_growth"]  # fmt: skip
-    wide = render(summarize(results, metrics=every, n_resamples=99, diverged_return=-0.6),
-                  fmt="latex")  # fmt: skip
-    heads = re.findall(r"\\begin\{tabular\}\{@\{\}(l+)(r+)@\{\}\}", wide)
-    assert len(heads) >= 3 and all(len(r) <= 3 + 1 for _, r in heads)  # 3 metrics (+ excluded)
-    assert problems(compile_table(wide, tmp_path)) == []
+    summary = summarize(results, metrics=every, n_resamples=99, diverged_return=-0.6)
+    for layout, most in [("full", 3), ("compact", 4)]:
+        wide = render(summary, fmt="latex", layout=layout)
+        heads = re.findall(r"\\begin\{tabular\}\{@\{\}(l+)(r+)@\{\}\}", wide)
+        assert len(heads) >= 3 and max(len(r) for _, r in heads) == most + 1  # (+ excluded)
+        assert problems(compile_table(wide, tmp_path)) == []
     separated = summarize(load_results(_separated(tmp_path / "separated")), n_resamples=99)
     assert problems(compile_table(render(separated, fmt="latex"), tmp_path)) == []
     # the check does see a table that is too wide: a group name longer than the text width

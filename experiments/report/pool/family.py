@@ -21,6 +21,7 @@ from statsmodels.stats.multitest import multipletests
 
 from experiments.base.errors import ConfigError, unknown_choice
 from experiments.report.statistics.welch_pooled import PooledDifference, welch_pooled
+from experiments.report.table.latex_grid import GridCell, grid_floats, wrap_label
 
 __all__ = ["FamilySpec", "FamilyTable", "family_table", "render_family"]
 
@@ -170,6 +171,37 @@ def family_caption(t: FamilyTable) -> str:
     return what
 
 
+def _latex(t: FamilyTable) -> str:
+    """``table`` floats within the page (:func:`~experiments.report.table.latex_grid.grid_floats`):
+    a row per task and the pooled row, each interval below its estimate, the TOST's p, interval
+    and verdict stacked in one cell; a short caption, the whole one as the method paragraph."""
+    spec = t.spec
+    headers = [("", "task"), (wrap_label(spec.baseline), "mean (n)"),
+               (wrap_label(spec.arm), "mean (n)"), ("difference", "[95% CI]"), ("", "p"),
+               ("TOST", "p, 90% CI")]  # fmt: skip
+    body: list[list[GridCell]] = []
+    for record in _records(t):
+        name = record["row"].partition(" (")[0]  # "pooled (3 tasks, equal weights)": the caption
+        estimate, _, interval = record["difference [95% CI]"].partition(" [")
+        tost = (record["TOST p"], record["90% CI"], record["verdict"])
+        body.append([
+            ((name,), False),
+            ((record[f"{spec.baseline} mean (n)"] or "",), False),
+            ((record[f"{spec.arm} mean (n)"] or "",), False),
+            ((estimate, f"[{interval}") if interval else (estimate,), False),
+            ((record["p"],), False),
+            (tuple(x for x in tost if x) or ("",), False),
+        ])  # fmt: skip
+    margin = f", the TOST against ±{spec.margin:g}" if spec.margin is not None else ""
+    short = (
+        f"Study {spec.study}: {spec.arm} minus {spec.baseline} on {spec.endpoint}, per task "
+        f"(Welch) and pooled over the {len(t.tasks)} tasks with equal weights{margin}. Method: "
+        "after the table."
+    )
+    return grid_floats(headers, body, caption=short, label=f"tab:family_{spec.study}",
+                       method=family_caption(t))  # fmt: skip
+
+
 def render_family(t: FamilyTable, *, fmt: str) -> str:
     """The family table as ``md``, ``latex``, ``csv`` or ``json``."""
     rows = _records(t)
@@ -197,6 +229,5 @@ def render_family(t: FamilyTable, *, fmt: str) -> str:
                 "caption": family_caption(t)}  # fmt: skip
         return json.dumps({**meta, "rows": rows}, indent=2)
     if fmt == "latex":
-        styler = frame.style.hide(axis="index")
-        return styler.to_latex(hrules=True, caption=family_caption(t).replace("%", r"\%"))
+        return _latex(t)
     raise unknown_choice("format", fmt, ("md", "latex", "csv", "json"))

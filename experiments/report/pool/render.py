@@ -23,7 +23,8 @@ from experiments.report.pool.table import Across
 from experiments.report.runs.endpoints import MEANING
 from experiments.report.statistics.pooled_ranks import RankContrast
 from experiments.report.statistics.pooled_rates import PooledContrast
-from experiments.report.table.markup import latex_stack, latex_text, markdown_table
+from experiments.report.table.latex_grid import GridCell, grid_floats, wrap_label
+from experiments.report.table.markup import markdown_table
 from experiments.report.table.metrics import METRICS
 from experiments.report.table.render import format_number, format_p
 
@@ -258,34 +259,60 @@ def _markdown(t: Across) -> str:
     return markdown_table(header, body, align=align) + f"\n\n{across_caption(t)}\n"
 
 
+def _name_lines(name: str) -> tuple[str, ...]:
+    """An arm's label on two lines where it carries its settings: ``clipnorm (clipnorm=0.6)``
+    -> ``clipnorm``, ``(clipnorm=0.6)``."""
+    cut = name.find(" (")
+    return (name,) if cut < 0 or not name.endswith(")") else (name[:cut], name[cut + 1 :])
+
+
 def _latex(t: Across) -> str:
+    """``table`` floats (:func:`~experiments.report.table.latex_grid.grid_floats`): per stratum a
+    column under its label (broken after ``_`` where long) whose cell stacks ``k/n`` (or the
+    mean) over its p_adj, then the pooled columns (an interval below its estimate); the columns
+    in blocks within the text width, each repeating the variant column."""
     figure = "k/n, p" if t.rate else "mean, p"
-    headers = [("", t.key)] + [(s.label, figure) for s in t.strata]
+    headers = [("", t.key)] + [(wrap_label(s.label), figure) for s in t.strata]
     headers += [("pooled", name.removesuffix("_adj")) for name in _pooled_headers(t)]
     body = []
     for row in _rows(t):
-        name = latex_text(row["name"])
-        line = [rf"\textbf{{{name}}}" if row["bold"] else name]
+        line: list[GridCell] = [(_name_lines(row["name"]), row["bold"])]
         for kn, bold, p in row["strata"]:
-            first = rf"\textbf{{{latex_text(kn)}}}" if bold else latex_text(kn)
-            below = [] if p == _DASH else [rf"\scriptsize {latex_text(p)}"]
-            line.append(latex_stack([first, *below], "r"))
+            line.append(((kn,) if p == _DASH else (kn, p), bold))
         effect, ci, *tests = row["pooled"]
-        below = [rf"\scriptsize {latex_text(ci)}"] if ci else []
-        line += [latex_stack([latex_text(effect), *below], "r"), *map(latex_text, tests)]
+        line.append(((effect, ci) if ci else (effect,), False))
+        for text in tests:  # the equivalence's RD with its interval below it
+            estimate, _, interval = text.partition(" [")
+            line.append(((estimate, f"[{interval}") if interval else (text,), False))
         body.append(line)
-    columns = pd.MultiIndex.from_tuples([(latex_text(a), latex_text(b)) for a, b in headers])
-    styler = pd.DataFrame(body, columns=columns).style.hide(axis="index")
-    tabular = styler.to_latex(
-        hrules=True,
-        column_format="@{}l" + "r" * (len(headers) - 1) + "@{}",
-        multicol_align="c",
+    label = f"tab:pooled_{t.endpoint}"
+    return grid_floats(headers, body, caption=_short_caption(t), label=label,
+                       method=across_caption(t))  # fmt: skip
+
+
+def _short_caption(t: Across) -> str:
+    """The LaTeX caption: what the columns are, the tests, bold and ``*``, in a few lines; the
+    whole caption (:func:`across_caption`) follows the table as its method paragraph."""
+    labels = ", ".join(s.label for s in t.strata)
+    figure, test = ("k/n", "Fisher's exact test") if t.rate else ("the mean", "Mann-Whitney U")
+    pooled = (
+        "Mantel-Haenszel odds ratio (OR) with its 95% CI, Cochran-Mantel-Haenszel (CMH) p_adj, "
+        "the exact conditional test's p_adj, Breslow-Day (BD) p"
+        if t.rate
+        else "P(> base), the chance a run beats one of the baseline, van Elteren (vE) p_adj"
+    )
+    margin = _margin(t)
+    if margin is not None:
+        level = f"{round(100 * (1 - 2 * t.alpha))}%"
+        pooled += f"; equivalence within ±{margin:g}: RD with its {level} CI, TOST p_adj, verdict"
+    star = " *: a contrast declared before the runs, tested alone (m = 1)." * bool(
+        t.declared or t.primary
     )
     return (
-        "\\begin{table}\n\\centering\n"
-        f"\\caption{{{latex_text(across_caption(t))}}}\n\\footnotesize\n"
-        f"\\setlength{{\\tabcolsep}}{{3pt}}\n\\label{{tab:pooled_{t.endpoint}}}\n"
-        f"{tabular}\\end{{table}}\n"
+        f"{t.endpoint} pooled over {len(t.strata)} strata ({labels}), by {t.key}: per stratum "
+        f"{figure}, below it p_adj ({test} against {t.key}={t.baseline}, Holm within the "
+        f"stratum); pooled, stratified by stratum: {pooled}.{star} Bold: p_adj < alpha = "
+        f"{t.alpha:g}. Method: after the table."
     )
 
 

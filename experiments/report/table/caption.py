@@ -11,6 +11,7 @@ paragraph of its own after the table.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from experiments.report.runs.endpoints import MEANING
@@ -208,12 +209,16 @@ def _short_sizes(table: Table) -> str:
     return f"m={low} per stratum" if low == high else f"m={low} to {high} per stratum and column"
 
 
-def short_caption(table: Table) -> str:
+def short_caption(table: Table, *, compact: bool = False, left_out: Sequence[str] = ()) -> str:
     """The LaTeX caption: what the table shows, n, the tests, the correction, and the bold and
     ``*`` rules, in a few lines; the rest of :func:`table_caption` goes into the method text.
 
     Args:
-      table: from :func:`~experiments.report.table.summarize.summarize`.
+      table: from :func:`~experiments.report.table.summarize.summarize`; ``table.metrics``: the
+        endpoints shown.
+      compact: the cells hold the estimate, its CI and p_adj, no Δ (the compact layout); the
+        caption ends naming what is not shown.
+      left_out: endpoints of the table not shown, named at the end.
     """
     fixed = ", ".join(f"{k}={v}" for k, v in table.constants.items())
     what = ", ".join(METRICS[m].label for m in table.metrics)
@@ -233,16 +238,33 @@ def short_caption(table: Table) -> str:
     level = f"{round(100 * table.confidence)}%"
     if table.baseline is None:
         parts.append(f"Below each estimate its {level} CI. No baseline: no test, nothing bold.")
-        return " ".join(parts)
+        return " ".join(parts + _not_shown(table, compact=compact, left_out=left_out))
     same = f" of the same {', '.join(table.strata_keys)}" if table.strata_keys else ""
     where = f"within each {', '.join(table.strata_keys)}" if table.strata_keys else "over the table"
+    tests = f"{_short_tests(table)}, Holm-adjusted {where} ({_short_sizes(table)})"
     parts.append(
-        f"Below each estimate: its {level} CI, Δ against {table.baseline}{same} with its {level} "
-        f"CI, and p: {_short_tests(table)}, Holm-adjusted {where} ({_short_sizes(table)})."
+        f"Below each estimate: its {level} CI and p of the contrast against {table.baseline}"
+        f"{same}: {tests}."
+        if compact
+        else f"Below each estimate: its {level} CI, Δ against {table.baseline}{same} with its "
+        f"{level} CI, and p: {tests}."
     )
     if table.margins:
-        parts.append("TOST: equivalence within the declared margin.")
+        parts.append(
+            "TOST: the verdict on equivalence within the declared margin."
+            if compact
+            else "TOST: equivalence within the declared margin."
+        )
     if table.confirmatory:
         parts.append("*: confirmatory, declared before the runs, tested alone (m=1).")
     parts.append(f"Bold: p_adj < α = {table.alpha:g}, and nothing else.")
-    return " ".join(parts)
+    return " ".join(parts + _not_shown(table, compact=compact, left_out=left_out))
+
+
+def _not_shown(table: Table, *, compact: bool, left_out: Sequence[str]) -> list[str]:
+    """``["Not shown: Δ with its 95% CI; lost after learning, never learned."]``, or nothing."""
+    level = f"{round(100 * table.confidence)}%"
+    missing = [f"Δ with its {level} CI"] if compact and table.baseline is not None else []
+    missing += ["the TOST interval and p"] if compact and table.margins else []
+    missing += [", ".join(METRICS[m].label for m in left_out)] if left_out else []
+    return [f"Not shown: {'; '.join(missing)}."] if missing else []

@@ -4,9 +4,17 @@
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Sequence
 
-__all__ = ["html_table", "latex_escape", "latex_stack", "latex_text", "markdown_table"]
+__all__ = [
+    "html_table",
+    "latex_breakable",
+    "latex_escape",
+    "latex_stack",
+    "latex_text",
+    "markdown_table",
+]
 
 _LATEX = {
     "\\": r"\textbackslash{}",
@@ -29,7 +37,7 @@ def latex_escape(text: str) -> str:
 
 _UNICODE = {"↑": r"$\uparrow$", "↓": r"$\downarrow$", "≥": r"$\geq$", "α": r"$\alpha$"}
 _UNICODE.update({"—": "--", "–": "--", "Δ": r"$\Delta$", "∞": r"$\infty$", "×": r"$\times$"})
-_UNICODE.update({"−": "-", "<": "$<$"})
+_UNICODE.update({"−": "-", "<": "$<$", "±": r"$\pm$"})
 
 
 def latex_text(text: str) -> str:
@@ -42,12 +50,22 @@ def latex_text(text: str) -> str:
     return text
 
 
-def latex_stack(lines: list[str], align: str) -> str:
+def latex_breakable(text: str) -> str:
+    """Plain text as LaTeX (:func:`latex_text`) that may break after ``_`` and after a ``.``
+    before a letter, so a long name such as ``muzero.network.reward_support_size`` never
+    overfills a caption line."""
+    return re.sub(r"(\\_|\.(?=[A-Za-z]))", r"\1\\allowbreak{}", latex_text(text))
+
+
+def latex_stack(lines: list[str], align: str, *, tight: bool = False) -> str:
     """One table cell of several lines (LaTeX already): a nested ``tabular`` hanging from the
-    row's baseline, aligned ``l`` or ``r``; a single line as it is."""
+    row's baseline, aligned ``l`` or ``r``; a single line as it is. Lines are a ``\\footnotesize``
+    line apart (9.5pt), ``tight``: 8pt after the first (a ``\\scriptsize`` line's own
+    spacing)."""
     if len(lines) == 1:
         return lines[0]
-    inner = r"\\{}".join(lines)  # {}: a line starting with [ is not a \\[length]
+    # {}: a line starting with [ is not a \\[length]
+    inner = (r"\\[-1.5pt]{}" if tight else r"\\{}").join(lines)
     gap = r"\rule[-3pt]{0pt}{3pt}"  # a strut: space below the last line, before the next row
     return rf"\begin{{tabular}}[t]{{@{{}}{align}@{{}}}}{inner}{gap}\end{{tabular}}"
 

@@ -1,11 +1,11 @@
 """The metrics a table can show: each figure's header, direction and kind (a rate, a time to the
-threshold, or a value), and the default six."""
+threshold, or a value), the default six, and the four of them a compact LaTeX table shows."""
 
 from __future__ import annotations
 
 import dataclasses
 
-__all__ = ["DEFAULT_METRICS", "METRICS", "Metric"]
+__all__ = ["DEFAULT_METRICS", "HEADLINE_METRICS", "METRICS", "Metric"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,3 +79,8 @@ DEFAULT_METRICS = (
     "steps_to_threshold",
     "grad_norm_p99",
 )
+
+HEADLINE_METRICS = ("failed", "final_return", "steps_to_threshold", "grad_norm_p99")
+"""Of :data:`DEFAULT_METRICS`, those the compact LaTeX table shows (one page for the main job):
+``failed`` without its two kinds (``lost_after_learning``, ``never_learned``), the final return,
+reaching the threshold and the gradient norm; ``--layout full`` shows all six."""

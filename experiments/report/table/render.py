@@ -14,10 +14,11 @@ the tests, the correction and its m.
 Markdown: one column per item, caption below; stable (the same folder gives the same bytes). LaTeX
 (:mod:`~experiments.report.table.latex`): ``table`` floats that compile in a plain
 ``\\documentclass{article}`` with ``\\usepackage{booktabs}`` and nothing else, each metric one
-column whose cell stacks the estimate, its interval, Δ, its interval and p_adj, a short caption,
-split by metric, stratum or rows wherever the text width or a page needs it; the full caption
-with ``methods="full"``. CSV and JSON carry every number (``k``, ``n``, ``ci_low``, ``ci_high``,
-``delta``, ``delta_low``, ``delta_high``, ``p``, ``p_adjusted``, ``m``, ``bold`` ...).
+column whose cell stacks the estimate, its interval and p_adj (``layout="full"``: and Δ with its
+interval; the default ``compact`` shows the headline endpoints and names the rest), a short
+caption, split by metric, stratum or rows wherever the text width or a page needs it; the full
+caption with ``methods="full"``. CSV and JSON carry every number (``k``, ``n``, ``ci_low``,
+``ci_high``, ``delta``, ``delta_low``, ``delta_high``, ``p``, ``p_adjusted``, ``m``, ``bold`` ...).
 """
 
 from __future__ import annotations
@@ -32,14 +33,14 @@ import pandas as pd
 
 from experiments.base.errors import unknown_choice
 from experiments.report.table.caption import table_caption
-from experiments.report.table.latex import METHODS, latex_table
+from experiments.report.table.latex import LAYOUTS, METHODS, latex_metrics, latex_table
 from experiments.report.table.markup import html_table, markdown_table
 from experiments.report.table.metrics import METRICS
 
 if TYPE_CHECKING:
     from experiments.report.table.summarize import Table
 
-__all__ = ["FORMATS", "METHODS", "format_number", "format_p", "render", "table_caption"]
+__all__ = ["FORMATS", "LAYOUTS", "METHODS", "format_number", "format_p", "render", "table_caption"]
 
 FORMATS = ("md", "latex", "csv", "json", "html")
 _DASH = "—"
@@ -167,12 +168,15 @@ def _columns(
     stacked: bool,
     metrics: Sequence[str] | None = None,
     excluded: bool = True,
+    brief: bool = False,
 ) -> tuple[list[tuple[str, str]], list[list[_Cell]]]:
     """Headers ``(top, bottom)`` and rows of :class:`_Cell`.
 
     ``stacked`` (LaTeX): Δ and p_adj go below the estimate in its metric's cell rather than into
-    columns of their own, which keeps the table within the text width. ``metrics``: these only
-    (default: all); ``excluded``: the excluded runs' column, when any run was excluded.
+    columns of their own, which keeps the table within the text width; ``brief`` (stacked only):
+    p_adj alone below the estimate's interval, without Δ and its interval (the TOST verdict
+    without its interval and p). ``metrics``: these only (default: all); ``excluded``: the
+    excluded runs' column, when any run was excluded.
     """
     metrics = table.metrics if metrics is None else metrics
     keys = list(table.shown_keys) or ["group"]
@@ -210,10 +214,11 @@ def _columns(
             elif row["is_baseline"]:
                 line.append(dataclasses.replace(cell, lines=(*cell.lines, "base")))
             else:
-                below = [f"Δ={delta.lines[0]}", *delta.lines[1:]] if delta is not None else []
+                below = [f"Δ={delta.lines[0]}", *delta.lines[1:]] if not brief else []
                 below = [] if below and below[0] == f"Δ={_DASH}" else below
                 below += [f"p={p.lines[0]}"] if p.lines[0] != _DASH else []
-                below += [f"TOST {t}" for t in equivalent[0].lines] if equivalent else []
+                tost = equivalent[0].lines[: 1 if brief else None] if equivalent else ()
+                below += [f"TOST {t}" for t in tost]
                 line.append(dataclasses.replace(cell, lines=(*cell.lines, *below)))
         if notes:
             note, count = row["excluded_note"], str(row["excluded"])
@@ -255,6 +260,21 @@ def _html(table: Table) -> str:
     return html_table(names, rows, align=align, caption=table_caption(table))
 
 
+def _latex(table: Table, *, caption: str | None, label: str | None, methods: str, layout: str):
+    """The LaTeX floats (:func:`~experiments.report.table.latex.latex_table`) of the endpoints
+    ``layout`` shows, their cells ``brief`` in the compact layout."""
+    if layout not in LAYOUTS:
+        raise unknown_choice("layout", layout, LAYOUTS)
+    shown = latex_metrics(table, layout)
+    headers, body = _columns(table, stacked=True, metrics=shown, brief=layout == "compact")
+    cells = [[(cell.tex or cell.lines, cell.bold) for cell in line] for line in body]
+    tail = bool(table.rows["excluded"].any())
+    view = dataclasses.replace(table, metrics=shown)
+    left_out = tuple(m for m in table.metrics if m not in shown)
+    return latex_table(view, headers, cells, tail=tail, caption=caption, label=label,
+                       methods=methods, layout=layout, left_out=left_out)  # fmt: skip
+
+
 def _json(table: Table) -> str:
     """Every numeric column (NaN as null), the table's settings beside the rows."""
     records = json.loads(table.rows.to_json(orient="records"))
@@ -286,6 +306,7 @@ def render(
     caption: str | None = None,
     label: str | None = None,
     methods: str = "short",
+    layout: str = "compact",
 ) -> str:
     """The table as text.
 
@@ -302,19 +323,18 @@ def render(
       label: LaTeX label; default ``tab:<ablation>``.
       methods: LaTeX only: ``short`` (the short caption) or ``full`` (and the full method text,
         :func:`table_caption`, as a paragraph after the table).
+      layout: LaTeX only, one of :data:`LAYOUTS`: ``compact`` (of the default endpoints the
+        headline ones, :func:`~experiments.report.table.latex.latex_metrics`; each cell the
+        estimate, its CI and p_adj; the main job on one page) or ``full`` (every endpoint, each
+        cell also Δ and its CI, split into floats where a page needs it).
 
     Raises:
-      ConfigError: an unknown format or ``methods``.
+      ConfigError: an unknown format, ``methods`` or ``layout``.
     """
     if fmt == "md":
         return _markdown(table)
     if fmt == "latex":
-        headers, body = _columns(table, stacked=True)
-        cells = [[(cell.tex or cell.lines, cell.bold) for cell in line] for line in body]
-        tail = bool(table.rows["excluded"].any())
-        return latex_table(
-            table, headers, cells, tail=tail, caption=caption, label=label, methods=methods
-        )
+        return _latex(table, caption=caption, label=label, methods=methods, layout=layout)
     if fmt == "csv":
         return table.rows.to_csv(index=False)
     if fmt == "json":

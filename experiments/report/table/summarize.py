@@ -141,12 +141,13 @@ class Table:
 
         return render(self, fmt="md")
 
-    def to_latex(self, *, methods: str = "short") -> str:
+    def to_latex(self, *, methods: str = "short", layout: str = "compact") -> str:
         """The table as ``gradlab table -f latex`` writes it (``methods="full"``: as with
-        ``--caption full``, the method text after the floats)."""
+        ``--caption full``, the method text after the floats; ``layout="full"``: as with
+        ``--layout full``, every endpoint with Δ and its CI)."""
         from experiments.report.table.render import render
 
-        return render(self, fmt="latex", methods=methods)
+        return render(self, fmt="latex", methods=methods, layout=layout)
 
     def to_html(self) -> str:
         """The Markdown table's cells as an HTML table, its caption below."""
