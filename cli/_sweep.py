@@ -1,7 +1,8 @@
 """The sweep as the commands print it, shared by `gradlab run`, `sweep`, `calibrate` and
 `study run` (private: no command imports another): the job a command runs, its config folder,
 ``--jobs``, and a sweep run through the sweep service (:mod:`experiments.launch.sweep`) with its
-notes, dry-run listing, counts and stop line."""
+notes, dry-run listing, counts and stop line; a single run (a sweep of one job) with its own
+lines."""
 
 from __future__ import annotations
 
@@ -17,7 +18,15 @@ if TYPE_CHECKING:
     from experiments.launch.counting import Stopped
     from experiments.launch.sweep import Launched, SweepRequest
 
-__all__ = ["config_dir_of", "echo_stopped", "ended", "job_of", "parallel_jobs", "sweep_command"]
+__all__ = [
+    "config_dir_of",
+    "echo_stopped",
+    "ended",
+    "job_of",
+    "parallel_jobs",
+    "run_command",
+    "sweep_command",
+]
 
 
 def job_of(ctx: typer.Context):
@@ -101,6 +110,32 @@ def sweep_command(request: SweepRequest) -> int:
         if where is not None:
             typer.echo(f"upload the W&B runs with: wandb sync {where}/*/wandb/offline-run-*")
     return result.exit_code
+
+
+def run_command(request: SweepRequest) -> int:
+    """One run (``request.multirun`` False) as `gradlab run` runs and prints it: a finished job's
+    "already" line, else the job through the sweep service (with a progress bar on a terminal)
+    and its status line (or a stop's line); returns the exit status (0; 1: the job failed, was
+    interrupted or is unfinished; 128 + signal: stopped).
+
+    Raises:
+      ConfigError: the run refused before anything ran.
+    """
+    from cli._progress import RichProgress
+    from experiments.launch.sweep import prepare_sweep, run_sweep
+
+    plan = prepare_sweep(request)
+    (job,) = plan.jobs
+    if not job.run:
+        typer.echo(f"{job.job_dir}: already {job.reason}; use --force to run it again")
+        return 0
+    result = run_sweep(plan, on_hard_stop=echo_stopped, progress=RichProgress)
+    ended(result.launched)
+    if result.launched.stopped is not None:
+        return result.launched.stopped.exit_code
+    status = result.status_of(job) or "failed"
+    typer.echo(f"{status}: {job.job_dir}")
+    return 1 if status in ("failed", "running", "interrupted") else 0
 
 
 def parallel_jobs(jobs: str, *, launcher_given: bool) -> int:
