@@ -3,6 +3,9 @@
 * :mod:`~experiments.gradients.variants`: ``VARIANTS`` (name, where it acts, parameters,
   builder; the built-ins and the plug-ins of ``ENTRY_POINT_GROUP``) and :func:`make_variant`; no
   TensorFlow until a variant is bound;
+* :mod:`~experiments.gradients.seams`: what a bound :class:`Variant` holds, one callable type
+  per seam it may act at (the hidden state, the optimizer, the learning rates, the dynamics'
+  kernels, the unroll's loss weights);
 * :mod:`~experiments.gradients.placements`: ``PLACEMENTS``, where the hidden-state transform goes
   in the unroll, and :func:`get_placement`; no TensorFlow;
 * :mod:`~experiments.gradients.maths`: :func:`scale_gradient` and :func:`maxnorm_hidden`
@@ -22,13 +25,20 @@ import importlib
 from typing import Any
 
 from experiments.gradients.placements import PLACEMENTS, Placement, PlacementFn, get_placement
+from experiments.gradients.seams import (
+    NETWORKS,
+    HiddenFn,
+    HiddenTransform,
+    KernelConstraint,
+    LearningRates,
+    LossWeights,
+    OptimizerOptions,
+)
 from experiments.gradients.variants import (
     ACTS_ON,
     ENTRY_POINT_GROUP,
-    NETWORKS,
     VARIANTS,
     Built,
-    HiddenFn,
     ParamSpec,
     Variant,
     VariantSpec,
@@ -43,6 +53,11 @@ __all__ = [
     "VARIANTS",
     "Built",
     "HiddenFn",
+    "HiddenTransform",
+    "KernelConstraint",
+    "LearningRates",
+    "LossWeights",
+    "OptimizerOptions",
     "ParamSpec",
     "Placement",
     "PlacementFn",
