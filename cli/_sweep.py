@@ -15,8 +15,7 @@ import typer
 from experiments.base.errors import ConfigError
 
 if TYPE_CHECKING:
-    from experiments.launch.counting import Stopped
-    from experiments.launch.sweep import Launched, SweepRequest
+    from experiments.launch import Launched, Stopped, SweepRequest
 
 __all__ = [
     "config_dir_of",
@@ -31,14 +30,14 @@ __all__ = [
 
 def job_of(ctx: typer.Context):
     """The job a command runs: the Click context's (tests' stand-ins), else MuZero."""
-    from experiments.jobs.job import MUZERO, Job
+    from experiments.jobs import MUZERO, Job
 
     return ctx.obj if isinstance(ctx.obj, Job) else MUZERO
 
 
 def config_dir_of(config_dir: Path | None) -> Path:
     """``--config-dir`` checked (it must hold a config.yaml), else gradlab's own conf/."""
-    from experiments.launch.hydra_app import CONF_DIR
+    from experiments.launch import CONF_DIR
 
     if config_dir is None:
         return CONF_DIR
@@ -82,8 +81,8 @@ def sweep_command(request: SweepRequest) -> int:
     Raises:
       ConfigError: the sweep refused before anything ran.
     """
-    from experiments.launch.sweep import prepare_sweep, run_sweep
-    from experiments.protocols.study.record import check_folder
+    from experiments.launch import prepare_sweep, run_sweep
+    from experiments.protocols.study import check_folder
 
     plan = prepare_sweep(
         request,
@@ -122,7 +121,7 @@ def run_command(request: SweepRequest) -> int:
       ConfigError: the run refused before anything ran.
     """
     from cli._progress import RichProgress
-    from experiments.launch.sweep import prepare_sweep, run_sweep
+    from experiments.launch import prepare_sweep, run_sweep
 
     plan = prepare_sweep(request)
     (job,) = plan.jobs
@@ -141,9 +140,9 @@ def run_command(request: SweepRequest) -> int:
 def parallel_jobs(jobs: str, *, launcher_given: bool) -> int:
     """``--jobs`` as jobs at once (:func:`experiments.launch.settings.parallel_jobs`); a note on
     stderr when it is capped at the cores."""
-    from experiments.launch import settings
+    from experiments.launch import parallel_jobs as count_parallel
 
-    parallel = settings.parallel_jobs(jobs, launcher_given=launcher_given)
+    parallel = count_parallel(jobs, launcher_given=launcher_given)
     if parallel.note is not None:
         typer.echo(f"note: {parallel.note}", err=True)
     return parallel.count

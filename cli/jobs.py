@@ -46,7 +46,7 @@ def run(
 
       gradlab run task=cartpole variant=clipnorm budget.max_wall_s=600 logger=none
     """
-    from experiments.launch.sweep import SweepRequest
+    from experiments.launch import SweepRequest
 
     request = SweepRequest(
         tuple(overrides or ()),
@@ -104,7 +104,7 @@ def sweep(
 
       gradlab sweep ablation=clip hydra/launcher=submitit_slurm hydra.launcher.partition=gpu
     """
-    from experiments.launch.sweep import SweepRequest
+    from experiments.launch import SweepRequest
 
     request = SweepRequest(
         tuple(overrides or ()),
@@ -196,7 +196,7 @@ def list_(
       gradlab sweep ablation=scale_value --dry-run
     """
     from experiments.gradients import PLACEMENTS
-    from experiments.muzero.options import LOSS_SCALES, NORMALISATIONS, Q_FORMS
+    from experiments.muzero import LOSS_SCALES, NORMALISATIONS, Q_FORMS
 
     conf = config_dir_of(config_dir)
     sections = {

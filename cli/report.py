@@ -174,7 +174,8 @@ def table(
 
       gradlab table results/hidden_scale --wandb
     """
-    from experiments.report.table.render import METHODS, render
+    from experiments.report.table import METHODS
+    from experiments.report.table.render import render
     from gradlab._api import table as build
 
     fmt = output_format(fmt, out)
@@ -212,7 +213,7 @@ def _wandb_mode(wandb_dir: Path, results_dir: Path) -> str:
     """
     import os
 
-    from experiments.report.table.to_wandb import wandb_mode
+    from experiments.report.table import wandb_mode
 
     inside = results_dir.resolve()
     if inside == wandb_dir.resolve() or inside in wandb_dir.resolve().parents:
@@ -224,8 +225,8 @@ def _wandb_mode(wandb_dir: Path, results_dir: Path) -> str:
 
 
 def _log_to_wandb(summary, mode: str, wandb_dir: Path, results_dir: Path) -> None:
+    from experiments.report.table import log_table
     from experiments.report.table.render import render
-    from experiments.report.table.to_wandb import log_table
 
     logged = log_table(summary, markdown=render(summary, fmt="md"),
                        csv=render(summary, fmt="csv"), wandb_dir=wandb_dir, mode=mode,
@@ -277,8 +278,8 @@ def plot(
 
       gradlab plot results/findings/study_faithful_{catch,cartpole} --out paper/faithful
     """
-    from experiments.report.figures.plots import plot_across, plot_all
-    from experiments.report.runs.results import load_results
+    from experiments.report.figures import plot_across, plot_all
+    from experiments.report.runs import load_results
 
     if out is not None:  # figures go into --out: never into a run folder of an input
         refuse_inputs(out / "figure.png", results_dirs)

@@ -275,9 +275,9 @@ def test_the_registries_import_without_tensorflow_and_the_maths_on_first_use():
 
 
 def test_the_package_surface_is_its_modules_and_nothing_else():
-    from experiments.gradients import maths, placements, seams, variants
+    from experiments.gradients import explain, maths, placements, seams, variants
 
-    modules = (variants, placements, seams, maths)
+    modules = (variants, placements, seams, maths, explain)
     assert set(G.__all__) == {name for module in modules for name in module.__all__}
     assert G.scale_gradient is maths.scale_gradient and G.PLACEMENTS is placements.PLACEMENTS
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):

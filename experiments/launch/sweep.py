@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.base.errors import ConfigError
-from experiments.jobs import store
-from experiments.jobs.job import MUZERO, Job
+from experiments.jobs import MUZERO, Job, read_summary
 from experiments.launch import plan as planning
 from experiments.launch.counting import Counts, Stopped, count_jobs, mark_stopped, wait_for_running
 from experiments.launch.plan import PlannedJob
@@ -141,7 +140,7 @@ class SweepResult:
 
     def status_of(self, job: PlannedJob) -> str | None:
         """``job``'s status as its summary says now (None: it has none)."""
-        summary = store.read_summary(job.job_dir)
+        summary = read_summary(job.job_dir)
         return summary.status if summary else None
 
 
