@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from cli._progress import RichProgress
 from experiments.base.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -30,14 +31,14 @@ __all__ = [
 
 def job_of(ctx: typer.Context):
     """The job a command runs: the Click context's (tests' stand-ins), else MuZero."""
-    from experiments.jobs import MUZERO, Job
+    from experiments.jobs import MUZERO, Job  # deferred: NumPy (~0.2 s)
 
     return ctx.obj if isinstance(ctx.obj, Job) else MUZERO
 
 
 def config_dir_of(config_dir: Path | None) -> Path:
     """``--config-dir`` checked (it must hold a config.yaml), else gradlab's own conf/."""
-    from experiments.launch import CONF_DIR
+    from experiments.launch import CONF_DIR  # deferred: Hydra, OmegaConf (~0.6 s)
 
     if config_dir is None:
         return CONF_DIR
@@ -81,8 +82,11 @@ def sweep_command(request: SweepRequest) -> int:
     Raises:
       ConfigError: the sweep refused before anything ran.
     """
-    from experiments.launch import prepare_sweep, run_sweep
-    from experiments.protocols.study import check_folder
+    from experiments.launch import (  # deferred: OmegaConf, gymnasium, NumPy (~0.5 s)
+        prepare_sweep,
+        run_sweep,
+    )
+    from experiments.protocols.study import check_folder  # deferred: pandas, SciPy (~2 s)
 
     plan = prepare_sweep(
         request,
@@ -120,8 +124,10 @@ def run_command(request: SweepRequest) -> int:
     Raises:
       ConfigError: the run refused before anything ran.
     """
-    from cli._progress import RichProgress
-    from experiments.launch import prepare_sweep, run_sweep
+    from experiments.launch import (  # deferred: OmegaConf, gymnasium, NumPy (~0.5 s)
+        prepare_sweep,
+        run_sweep,
+    )
 
     plan = prepare_sweep(request)
     (job,) = plan.jobs
@@ -140,7 +146,9 @@ def run_command(request: SweepRequest) -> int:
 def parallel_jobs(jobs: str, *, launcher_given: bool) -> int:
     """``--jobs`` as jobs at once (:func:`experiments.launch.settings.parallel_jobs`); a note on
     stderr when it is capped at the cores."""
-    from experiments.launch import parallel_jobs as count_parallel
+    from experiments.launch import (
+        parallel_jobs as count_parallel,  # deferred: OmegaConf, gymnasium, NumPy (~0.5 s)
+    )
 
     parallel = count_parallel(jobs, launcher_given=launcher_given)
     if parallel.note is not None:

@@ -127,8 +127,8 @@ def _markdown(variants, placements, freeze, confusions, notes) -> str:
 
 
 def _rich(variants, placements, freeze, confusions, notes) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    from rich.console import Console  # deferred: rich's console and table (~60 ms)
+    from rich.table import Table  # deferred: rich's console and table (~60 ms)
 
     console = Console()
     table = Table(title="Hidden-state variants, measured live", show_lines=False)
