@@ -24,8 +24,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from experiments.tasks.published import PUBLISHED
-from experiments.tasks.registry import task_facts
+from experiments.tasks import PUBLISHED, task_facts
 
 FINISHED = ("completed", "diverged")
 

@@ -53,15 +53,13 @@ def main() -> None:
     process.quiet_tensorflow()
     import tensorflow as tf
 
-    from experiments.bench import train_step
-    from experiments.muzero.config import MuZeroConfig
-    from experiments.muzero.runtime.compiled_call import FlatCall
-    from experiments.muzero.search_tf import CompiledSearch, draw_randomness
-    from experiments.muzero.selfplay import Inference
+    from experiments.bench import make_learner, random_batch
+    from experiments.muzero import CompiledSearch, Inference, MuZeroConfig, draw_randomness
+    from experiments.muzero.runtime import FlatCall
 
     sizes = {"observation_size": 50, "num_actions": 3}  # Catch, 10x5
     network = MuZeroConfig().network  # the default sizes
-    learner = train_step.make_learner(
+    learner = make_learner(
         hidden_size=network.hidden_size,
         width=network.width,
         batch_size=args.batch,
@@ -69,7 +67,7 @@ def main() -> None:
         seed=0,
         **sizes,
     )
-    batch = train_step.random_batch(
+    batch = random_batch(
         np.random.default_rng(0), batch_size=args.batch, unroll_steps=args.unroll, **sizes
     )
     arrays = learner.batch_tensors(batch)

@@ -18,8 +18,8 @@ import argparse
 import math
 from pathlib import Path
 
-from experiments.jobs import store
-from experiments.report.runs.results import load_results
+from experiments.jobs import read_metrics, read_summary
+from experiments.report.runs import load_results
 
 
 def _first(rows: list[dict], level: float) -> tuple[int, float] | None:
@@ -46,8 +46,8 @@ def main() -> None:
         print(f"{group}:")
         successes, total, thresholds = 0, 0, set()
         for run in runs.itertuples():
-            rows = store.read_metrics(Path(run.path) / "metrics.jsonl")
-            summary = store.read_summary(run.path)
+            rows = read_metrics(Path(run.path) / "metrics.jsonl")
+            summary = read_summary(run.path)
             threshold = summary.threshold if summary else None
             thresholds.add(threshold)
             marks = []

@@ -106,8 +106,8 @@ def catch_settings(
 ) -> Settings:
     """Catch's search settings (``MuZeroConfig()``'s defaults = conf/muzero/default.yaml, which
     ``task=catch`` and ``regime=tuned`` leave as they are); ``None`` keeps the preset's value."""
-    from experiments.muzero.config import MuZeroConfig
-    from experiments.tasks.catch import CatchEnv
+    from experiments.muzero import MuZeroConfig
+    from experiments.tasks import CatchEnv
 
     config = MuZeroConfig()
     board = CatchEnv(1, seed=0)
@@ -290,10 +290,8 @@ def compare(settings: Settings, *, rounds: int) -> Comparison:
         raise ValueError(f"rounds must be >= 1, got {rounds}")
     import jax
 
-    from experiments.bench._timing import Case, interleaved_rates, median
-    from experiments.muzero.networks import Networks
-    from experiments.muzero.search_tf import CompiledSearch
-    from experiments.muzero.selfplay import Inference
+    from experiments.bench import Case, interleaved_rates, median
+    from experiments.muzero import CompiledSearch, Inference, Networks
 
     s = settings
     rng = np.random.default_rng(s.seed)

@@ -31,7 +31,7 @@ from hydra import compose, initialize_config_module  # noqa: E402
 
 from experiments.base import process  # noqa: E402
 from experiments.config import register_schema, to_run_config  # noqa: E402
-from experiments.muzero.config import MuZeroConfig  # noqa: E402
+from experiments.muzero import MuZeroConfig  # noqa: E402
 
 
 def main(overrides: list[str]) -> None:

@@ -15,8 +15,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from experiments.launch import plan
-from experiments.launch.hydra_app import CONF_DIR
+from experiments.launch import CONF_DIR, plan
 
 
 def _one_each(config_dir, overrides, hyd, composed):

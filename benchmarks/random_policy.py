@@ -18,9 +18,7 @@ import argparse
 
 import numpy as np
 
-from experiments.tasks import make_env
-from experiments.tasks.config import TaskConfig
-from experiments.tasks.registry import task_facts, task_names
+from experiments.tasks import TaskConfig, make_env, task_facts, task_names
 
 
 def random_returns(task: TaskConfig, episodes: int, *, seed: int, num_envs: int = 16) -> np.ndarray:

@@ -35,16 +35,15 @@ def main() -> None:
     process.quiet_tensorflow()
     import tensorflow as tf
 
-    from experiments.bench import train_step
-    from experiments.bench._timing import Case, interleaved_rates, median
+    from experiments.bench import Case, interleaved_rates, make_learner, median, random_batch
 
     cases = []
     for batch in (args.batch, args.batch * args.seeds):
-        learner = train_step.make_learner(
+        learner = make_learner(
             hidden_size=32, width=64, batch_size=batch, unroll_steps=5,
             observation_size=50, num_actions=3, seed=0,
         )  # fmt: skip
-        sample = train_step.random_batch(
+        sample = random_batch(
             np.random.default_rng(0), batch_size=batch, unroll_steps=5,
             observation_size=50, num_actions=3,
         )  # fmt: skip

@@ -34,18 +34,18 @@ def main() -> None:
     process.quiet_tensorflow()
     import tensorflow as tf
 
-    from experiments.bench import train_step
+    from experiments.bench import make_learner, random_batch
 
     if args.no_grappler:
         tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
     shape = dict(
         batch_size=args.batch, unroll_steps=args.unroll, observation_size=50, num_actions=3
     )
-    learner = train_step.make_learner(hidden_size=32, width=64, seed=0, **shape)
+    learner = make_learner(hidden_size=32, width=64, seed=0, **shape)
     rng = np.random.default_rng(0)
     batches = []
     for _ in range(4):
-        arrays = learner.batch_tensors(train_step.random_batch(rng, **shape))
+        arrays = learner.batch_tensors(random_batch(rng, **shape))
         batches.append({k: tf.constant(v) for k, v in arrays.items()})
     start = time.perf_counter()
     learner.update_tensors(batches[0])

@@ -51,9 +51,8 @@ def main() -> None:
     from omegaconf import OmegaConf
 
     from experiments.config import register_schema, to_run_config, without_hydra
-    from experiments.jobs import runner
-    from experiments.jobs.job import MUZERO
-    from experiments.muzero.config import MuZeroConfig
+    from experiments.jobs import MUZERO, run_job
+    from experiments.muzero import MuZeroConfig
 
     register_schema(MuZeroConfig)
     process.limit_threads(1)
@@ -77,7 +76,7 @@ def main() -> None:
                 ],
             )  # fmt: skip
         own, children, start = _own_cpu_s(), _children_cpu_s(), time.perf_counter()
-        runner.run_job(
+        run_job(
             to_run_config(cfg),
             out / f"seed{seed}_every{every}",
             job=f"seed={seed}",

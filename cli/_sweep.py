@@ -1,7 +1,8 @@
 """The sweep as the commands print it, shared by `gradlab run`, `sweep`, `calibrate` and
 `study run` (private: no command imports another): the job a command runs, its config folder,
 ``--jobs``, and a sweep run through the sweep service (:mod:`experiments.launch.sweep`) with its
-notes, dry-run listing, counts and stop line."""
+notes, dry-run listing, counts and stop line; a single run (a sweep of one job) with its own
+lines."""
 
 from __future__ import annotations
 
@@ -11,25 +12,33 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from cli._progress import RichProgress
 from experiments.base.errors import ConfigError
 
 if TYPE_CHECKING:
-    from experiments.launch.counting import Stopped
-    from experiments.launch.sweep import Launched, SweepRequest
+    from experiments.launch import Launched, Stopped, SweepRequest
 
-__all__ = ["config_dir_of", "echo_stopped", "ended", "job_of", "parallel_jobs", "sweep_command"]
+__all__ = [
+    "config_dir_of",
+    "echo_stopped",
+    "ended",
+    "job_of",
+    "parallel_jobs",
+    "run_command",
+    "sweep_command",
+]
 
 
 def job_of(ctx: typer.Context):
     """The job a command runs: the Click context's (tests' stand-ins), else MuZero."""
-    from experiments.jobs.job import MUZERO, Job
+    from experiments.jobs import MUZERO, Job  # deferred: NumPy (~0.2 s)
 
     return ctx.obj if isinstance(ctx.obj, Job) else MUZERO
 
 
 def config_dir_of(config_dir: Path | None) -> Path:
     """``--config-dir`` checked (it must hold a config.yaml), else gradlab's own conf/."""
-    from experiments.launch.hydra_app import CONF_DIR
+    from experiments.launch import CONF_DIR  # deferred: Hydra, OmegaConf (~0.6 s)
 
     if config_dir is None:
         return CONF_DIR
@@ -73,8 +82,11 @@ def sweep_command(request: SweepRequest) -> int:
     Raises:
       ConfigError: the sweep refused before anything ran.
     """
-    from experiments.launch.sweep import prepare_sweep, run_sweep
-    from experiments.protocols.study.record import check_folder
+    from experiments.launch import (  # deferred: OmegaConf, gymnasium, NumPy (~0.5 s)
+        prepare_sweep,
+        run_sweep,
+    )
+    from experiments.protocols.study import check_folder  # deferred: pandas, SciPy (~2 s)
 
     plan = prepare_sweep(
         request,
@@ -103,12 +115,42 @@ def sweep_command(request: SweepRequest) -> int:
     return result.exit_code
 
 
+def run_command(request: SweepRequest) -> int:
+    """One run (``request.multirun`` False) as `gradlab run` runs and prints it: a finished job's
+    "already" line, else the job through the sweep service (with a progress bar on a terminal)
+    and its status line (or a stop's line); returns the exit status (0; 1: the job failed, was
+    interrupted or is unfinished; 128 + signal: stopped).
+
+    Raises:
+      ConfigError: the run refused before anything ran.
+    """
+    from experiments.launch import (  # deferred: OmegaConf, gymnasium, NumPy (~0.5 s)
+        prepare_sweep,
+        run_sweep,
+    )
+
+    plan = prepare_sweep(request)
+    (job,) = plan.jobs
+    if not job.run:
+        typer.echo(f"{job.job_dir}: already {job.reason}; use --force to run it again")
+        return 0
+    result = run_sweep(plan, on_hard_stop=echo_stopped, progress=RichProgress)
+    ended(result.launched)
+    if result.launched.stopped is not None:
+        return result.launched.stopped.exit_code
+    status = result.status_of(job) or "failed"
+    typer.echo(f"{status}: {job.job_dir}")
+    return 1 if status in ("failed", "running", "interrupted") else 0
+
+
 def parallel_jobs(jobs: str, *, launcher_given: bool) -> int:
     """``--jobs`` as jobs at once (:func:`experiments.launch.settings.parallel_jobs`); a note on
     stderr when it is capped at the cores."""
-    from experiments.launch import settings
+    from experiments.launch import (
+        parallel_jobs as count_parallel,  # deferred: OmegaConf, gymnasium, NumPy (~0.5 s)
+    )
 
-    parallel = settings.parallel_jobs(jobs, launcher_given=launcher_given)
+    parallel = count_parallel(jobs, launcher_given=launcher_given)
     if parallel.note is not None:
         typer.echo(f"note: {parallel.note}", err=True)
     return parallel.count

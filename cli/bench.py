@@ -10,6 +10,7 @@ import typer
 from cli._errors import guarded
 from cli._live import FORMATS, format_option, start
 from experiments.base.errors import ConfigError
+from experiments.bench import BenchSettings, run_bench
 
 __all__ = ["FORMATS", "bench"]
 
@@ -59,7 +60,6 @@ def bench(
     if repeats is not None and repeats < 1:
         raise ConfigError(f"--repeats {repeats} is invalid; expected an integer >= 1")
     start(fmt)
-    from experiments.bench import BenchSettings, run_bench  # TensorFlow is imported in there
 
     overrides: dict = {"seed": seed}
     if repeats is not None:
@@ -146,8 +146,8 @@ def markdown(report) -> str:
 
 
 def _rich(report) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    from rich.console import Console  # deferred: rich's console and table (~60 ms)
+    from rich.table import Table  # deferred: rich's console and table (~60 ms)
 
     console = Console()
     for title, head, rows in (

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from cli._errors import guarded
+from cli._sweep import config_dir_of, job_of, parallel_jobs, sweep_command
 
 if TYPE_CHECKING:
-    from experiments.protocols.calibration.calibrate import Calibration
-    from experiments.protocols.calibration.record import RungRecord
+    from experiments.protocols.calibration import Calibration, RungRecord
 
 __all__ = ["calibrate"]
 
@@ -149,9 +149,11 @@ def calibrate(
 
       gradlab sweep ablation=hidden_scale regime=calibrated/cartpole task=cartpole
     """
-    from cli._sweep import config_dir_of, job_of, parallel_jobs
-    from experiments.launch.settings import launcher_given
-    from experiments.protocols.calibration.calibrate import prepare, run_calibration
+    from experiments.launch import launcher_given  # deferred: OmegaConf, gymnasium, NumPy (~0.5 s)
+    from experiments.protocols.calibration import (  # deferred: OmegaConf, pandas (~0.5 s)
+        prepare,
+        run_calibration,
+    )
 
     # runs at once, as the sweep runs them (checked first, a dry run too: a bad --jobs is one
     # line, exit 2): a rung asks whether it can still meet the rule after whole waves of runs only
@@ -177,8 +179,7 @@ def calibrate(
 
 def _sweeper(jobs: str, conf: Path, job):
     """One rung's sweep through the sweep service, printed as `gradlab sweep` prints it."""
-    from cli._sweep import sweep_command
-    from experiments.launch.sweep import SweepRequest
+    from experiments.launch import SweepRequest  # deferred: OmegaConf, gymnasium, NumPy (~0.5 s)
 
     def run_sweep(sweep_overrides: list[str]) -> None:
         request = SweepRequest(tuple(sweep_overrides), jobs=jobs, config_dir=conf, job=job)

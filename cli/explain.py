@@ -35,26 +35,32 @@ def explain(
       gradlab explain --format json > explain.json
     """
     start(fmt)
-    from experiments.gradients import explain as ex  # TensorFlow is imported here, not at CLI start
+    from experiments.gradients import (  # deferred: TensorFlow's start-up cost
+        confusions,
+        explain_freeze,
+        explain_placements,
+        explain_variants,
+        placement_notes,
+    )
 
-    variants = ex.explain_variants()
-    placements = ex.explain_placements()
-    freeze = ex.explain_freeze()
-    confusions = ex.confusions(variants)
-    notes = ex.placement_notes(placements)
+    variants = explain_variants()
+    placements = explain_placements()
+    freeze = explain_freeze()
+    confused = confusions(variants)
+    notes = placement_notes(placements)
     if fmt == "json":
         payload = {
             "variants": [dataclasses.asdict(v) for v in variants],
             "placements": [dataclasses.asdict(p) for p in placements],
             "freeze": [dataclasses.asdict(f) for f in freeze],
-            "confusions": confusions,
+            "confusions": confused,
             "placement_notes": notes,
         }
         typer.echo(json.dumps(payload, indent=2))
     elif fmt == "md":
-        typer.echo(_markdown(variants, placements, freeze, confusions, notes))
+        typer.echo(_markdown(variants, placements, freeze, confused, notes))
     else:
-        _rich(variants, placements, freeze, confusions, notes)
+        _rich(variants, placements, freeze, confused, notes)
 
 
 def _name(row) -> str:
@@ -121,8 +127,8 @@ def _markdown(variants, placements, freeze, confusions, notes) -> str:
 
 
 def _rich(variants, placements, freeze, confusions, notes) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    from rich.console import Console  # deferred: rich's console and table (~60 ms)
+    from rich.table import Table  # deferred: rich's console and table (~60 ms)
 
     console = Console()
     table = Table(title="Hidden-state variants, measured live", show_lines=False)

@@ -80,7 +80,7 @@ def export(
 
       gradlab export results/findings/study_faithful_{catch,cartpole} -f rliable -o exports/s4
     """
-    from gradlab._export import export as write
+    from gradlab._export import export as write  # deferred: pandas (~0.5 s)
 
     _outside(out, results_dirs)  # before any work: an export never writes among its inputs
     written = write(results_dirs, fmt=fmt, out=out, note=lambda line: typer.echo(line, err=True))

@@ -99,10 +99,12 @@ def pool(
       gradlab pool results/findings/study_cartpole_stress results/findings/study_breakout_stress
       --primary scale_gradient --by-name -o pooled.tex
     """
-    from experiments.protocols.study.pooled import pool_folders
-    from experiments.report.pool.family import render_family
-    from experiments.report.pool.render import render_across
-    from experiments.report.statistics.equivalence import parse_pool_margin
+    from experiments.protocols.study import pool_folders  # deferred: pandas, SciPy (~2 s)
+    from experiments.report.pool import (  # deferred: pandas, SciPy, statsmodels (~2 s)
+        render_across,
+        render_family,
+    )
+    from experiments.report.statistics import parse_pool_margin  # deferred: pandas, SciPy (~2 s)
 
     fmt = output_format(fmt, out)
     refuse_inputs(out, folders)  # before any work: an output never overwrites an input

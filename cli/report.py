@@ -4,6 +4,7 @@ pandas, matplotlib and scipy are imported inside the commands (``gradlab --help`
 TensorFlow is never imported. Bad input raises ConfigError: one line on stderr, exit code 2.
 """
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -188,8 +189,9 @@ def table(
 
       gradlab table results/hidden_scale --wandb
     """
-    from experiments.report.table.render import LAYOUTS, METHODS, render
-    from gradlab._api import table as build
+    from experiments.report.table import LAYOUTS, METHODS  # deferred: pandas, SciPy (~2 s)
+    from experiments.report.table.render import render  # deferred: pandas, SciPy (~2 s)
+    from gradlab._api import table as build  # deferred: pandas (~0.5 s)
 
     fmt = output_format(fmt, out)
     if caption is not None and caption not in METHODS:
@@ -229,9 +231,8 @@ def _wandb_mode(wandb_dir: Path, results_dir: Path) -> str:
     Raises:
       ConfigError: an unknown mode, or a W&B folder that is or lies inside ``results_dir``.
     """
-    import os
 
-    from experiments.report.table.to_wandb import wandb_mode
+    from experiments.report.table import wandb_mode  # deferred: pandas, SciPy (~2 s)
 
     inside = results_dir.resolve()
     if inside == wandb_dir.resolve() or inside in wandb_dir.resolve().parents:
@@ -243,8 +244,8 @@ def _wandb_mode(wandb_dir: Path, results_dir: Path) -> str:
 
 
 def _log_to_wandb(summary, mode: str, wandb_dir: Path, results_dir: Path) -> None:
-    from experiments.report.table.render import render
-    from experiments.report.table.to_wandb import log_table
+    from experiments.report.table import log_table  # deferred: pandas, SciPy (~2 s)
+    from experiments.report.table.render import render  # deferred: pandas, SciPy (~2 s)
 
     logged = log_table(summary, markdown=render(summary, fmt="md"),
                        csv=render(summary, fmt="csv"), wandb_dir=wandb_dir, mode=mode,
@@ -296,8 +297,11 @@ def plot(
 
       gradlab plot results/findings/study_faithful_{catch,cartpole} --out paper/faithful
     """
-    from experiments.report.figures.plots import plot_across, plot_all
-    from experiments.report.runs.results import load_results
+    from experiments.report.figures import (  # deferred: matplotlib, pandas, SciPy (~2 s)
+        plot_across,
+        plot_all,
+    )
+    from experiments.report.runs import load_results  # deferred: pandas (~0.5 s)
 
     if out is not None:  # figures go into --out: never into a run folder of an input
         refuse_inputs(out / "figure.png", results_dirs)

@@ -17,7 +17,9 @@ from typing import Annotated
 import typer
 
 from cli._errors import guarded
+from cli._sweep import job_of, sweep_command
 from experiments.base.errors import ConfigError
+from experiments.jobs import file_sha256
 
 __all__ = ["app"]
 
@@ -32,8 +34,8 @@ _NAME_HELP = "A study of conf/study/ (see gradlab list)."
 
 
 def _load(name: str):
-    from experiments.launch.hydra_app import CONF_DIR
-    from experiments.protocols.study.design import load_study
+    from experiments.launch import CONF_DIR  # deferred: Hydra, OmegaConf (~0.6 s)
+    from experiments.protocols.study import load_study  # deferred: PyYAML (~20 ms)
 
     return load_study(name, CONF_DIR), CONF_DIR
 
@@ -115,7 +117,7 @@ def plan(
 
     A pilot's difference overstates the effect (its best contrast was chosen by its result), so
     with --pilot the plan is for --shrink (default half) of it."""
-    from experiments.protocols.study.rate_plan import plan_study
+    from experiments.protocols.study import plan_study  # deferred: pandas, SciPy (~2 s)
 
     study, _ = _load(name)
     plan_study(study, say=typer.echo, note=lambda line: typer.echo(line, err=True), rates=rates,
@@ -131,8 +133,7 @@ def register(
     results_dir: Annotated[Path, _RESULTS] = Path("results"),
 ) -> None:
     """Write the study's pre-registration record before any of its runs (never overwritten)."""
-    from experiments.jobs.identity import file_sha256
-    from experiments.protocols.study.record import register as write
+    from experiments.protocols.study import register as write  # deferred: pandas, SciPy (~2 s)
 
     if results_dir.exists() and not results_dir.is_dir():
         raise ConfigError(f"--results-dir '{results_dir}' is a file, not a folder")
@@ -179,9 +180,11 @@ def audit(
 
       gradlab study audit results/findings/study_catch_stress
     """
-    from experiments.launch.hydra_app import CONF_DIR
-    from experiments.protocols.study.audit import audit as run_audit
-    from experiments.protocols.study.record import study_folder
+    from experiments.launch import CONF_DIR  # deferred: Hydra, OmegaConf (~0.6 s)
+    from experiments.protocols.study import study_folder  # deferred: pandas, SciPy (~2 s)
+    from experiments.protocols.study.audit import (
+        audit as run_audit,  # deferred: pandas, SciPy (~2 s)
+    )
 
     folder = Path(target)
     if not folder.is_dir():
@@ -206,12 +209,12 @@ def run(
 ) -> None:
     """Run every arm of a registered study (primary arms first; in a study across tasks, every
     task's); the same command resumes."""
-    from cli._sweep import job_of, sweep_command
-    from experiments.launch.lifetime import STOPPED_EXIT_CODES
-    from experiments.launch.settings import parallel_jobs
-    from experiments.launch.sweep import SweepRequest
-    from experiments.protocols.study.record import check
-    from experiments.protocols.study.run import run_study
+    from experiments.launch import (  # deferred: OmegaConf, gymnasium, NumPy (~0.5 s)
+        STOPPED_EXIT_CODES,
+        SweepRequest,
+        parallel_jobs,
+    )
+    from experiments.protocols.study import check, run_study  # deferred: pandas, SciPy (~2 s)
 
     parallel_jobs(jobs, launcher_given=False)  # a bad --jobs: one line, before any arm
     study, conf = _load(name)

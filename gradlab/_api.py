@@ -25,8 +25,8 @@ def _say(note: Callable[[str], None] | None, line: str) -> None:
 def _with_normalised(results: Any, folder: Path, shown: Sequence[str], note=None) -> Any:
     """The runs with ``normalised_return`` when shown (R_ref, R_rand from the folder's study
     record; refused where it declares none); a study across tasks' folder gets a note."""
-    from experiments.protocols.study.analysis import declared_family, declared_normalisation
-    from experiments.report.runs.normalised import add_normalised
+    from experiments.protocols.study import declared_family, declared_normalisation
+    from experiments.report.runs import add_normalised
 
     family = declared_family(folder)
     if family is not None:
@@ -54,10 +54,9 @@ def runs(folder: str | Path, *, keep_duplicates: str | None = None) -> pd.DataFr
     Raises:
       ConfigError: not a results folder (one line naming it).
     """
-    from experiments.jobs import store
-    from experiments.protocols.study.analysis import declared_normalisation
-    from experiments.report.runs.normalised import add_normalised
-    from experiments.report.runs.results import load_results
+    from experiments.jobs import read_summary
+    from experiments.protocols.study import declared_normalisation
+    from experiments.report.runs import add_normalised, load_results
 
     folder = Path(folder)
     frame = load_results(folder, keep_duplicates=keep_duplicates).runs
@@ -66,7 +65,7 @@ def runs(folder: str | Path, *, keep_duplicates: str | None = None) -> pd.DataFr
         frame = add_normalised(frame, norm)
     ident = []
     for path in frame["path"]:
-        s = store.read_summary(path)
+        s = read_summary(path)
         ident.append({
             "started_at": s.started_at if s else None, "ended_at": s.ended_at if s else None,
             "code": s.code.tree_sha256 if s and s.code else None,
@@ -84,8 +83,8 @@ def curves(folder: str | Path, metrics: Sequence[str] = ("eval/return",)) -> pd.
     Raises:
       ConfigError: an unknown metric, or not a results folder.
     """
-    from experiments.jobs.curves import read_curves
-    from experiments.report.runs.results import load_results
+    from experiments.jobs import read_curves
+    from experiments.report.runs import load_results
 
     unknown = [m for m in metrics if m not in _CURVE_KEYS]
     if unknown:
@@ -132,11 +131,16 @@ def table(
     Raises:
       ConfigError: as ``gradlab table`` (one line naming the bad value).
     """
-    from experiments.protocols.study.analysis import audit_note, registered_contrast
-    from experiments.report.runs.results import load_results
-    from experiments.report.statistics.contrasts import ANALYSES, RATE_TESTS, check_choice
-    from experiments.report.statistics.equivalence import Margin, parse_margins
-    from experiments.report.table.metrics import DEFAULT_METRICS, METRICS
+    from experiments.protocols.study import audit_note, registered_contrast
+    from experiments.report.runs import load_results
+    from experiments.report.statistics import (
+        ANALYSES,
+        RATE_TESTS,
+        Margin,
+        check_choice,
+        parse_margins,
+    )
+    from experiments.report.table import DEFAULT_METRICS, METRICS
     from experiments.report.table.summarize import summarize
 
     folder = Path(folder)
@@ -177,7 +181,7 @@ def pool(folders: Sequence[str | Path] | str | Path, **options: Any) -> Any:
     ``baseline``, ``alpha``, ``primary``, ``by_name``, ``keep_duplicates``, ``margin``, and
     ``note`` (called with each line the command prints on stderr).
     """
-    from experiments.protocols.study.pooled import pool_folders
+    from experiments.protocols.study import pool_folders
 
     paths = [Path(folders)] if isinstance(folders, str | Path) else [Path(f) for f in folders]
     note = options.pop("note", None)

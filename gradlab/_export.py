@@ -37,8 +37,7 @@ def _normalisation(paths: list[Path]) -> tuple[dict | None, dict[str, str]]:
     Raises:
       ConfigError: some folders declare one and others none, or two disagree on a task.
     """
-    from experiments.protocols.study.analysis import declared_normalisation
-    from experiments.protocols.study.record import RECORD
+    from experiments.protocols.study import RECORD, declared_normalisation
 
     declared = {p: declared_normalisation(p) for p in paths}
     given = [p for p, n in declared.items() if n is not None]
@@ -75,7 +74,7 @@ def scores(folders: Sequence[str | Path] | str | Path):
 
 def _scores(paths: list[Path]):
     from experiments.report.export import score_matrix
-    from experiments.report.runs.results import load_results
+    from experiments.report.runs import load_results
 
     normalisation, sources = _normalisation(paths)
     loaded = [load_results(p) for p in paths]

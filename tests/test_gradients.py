@@ -88,10 +88,11 @@ def test_variant_declares_where_it_acts(name):
     variant = G.make_variant(name)
     h = tf.ones((2, 3))  # the hidden transform is the identity (the very tensor) unless it acts
     assert (variant.hidden(h) is h) == (spec.acts_on not in ("forward", "gradient"))
-    assert bool(variant.optimizer_kwargs) == (spec.acts_on == "optimizer")
-    assert bool(variant.lr_scales) == (spec.acts_on == "learning_rate")
+    assert variant.hidden.forward == (spec.acts_on == "forward")  # the search plans with it
+    assert bool(variant.optimizer.kwargs) == (spec.acts_on == "optimizer")
+    assert bool(variant.learning_rates.scales) == (spec.acts_on == "learning_rate")
     assert (variant.kernel_constraint is not None) == (spec.acts_on == "weights")
-    assert (variant.depth_loss_scale is not None) == (spec.acts_on == "loss_weights")
+    assert (variant.loss_weights.scale is not None) == (spec.acts_on == "loss_weights")
 
 
 @pytest.mark.parametrize("scale", [0.0, 0.25, 0.5, 1.0, 2.0])
@@ -130,13 +131,13 @@ def test_maxnorm_equals_keras_constraint_per_sample():
 def test_clipnorm_per_variable_vs_global():
     # Gradients [3, 0] and [0, 4]: per-variable clipping at 1 gives updates of norm 1 and 1;
     # global clipping at 1 scales both by 1/5 (global norm 5): 0.6 and 0.8.
-    per_var = G.make_variant("clipnorm", clipnorm=1.0).optimizer_kwargs
-    glob = G.make_variant("global_clipnorm", clipnorm=1.0).optimizer_kwargs
+    per_var = G.make_variant("clipnorm", clipnorm=1.0).optimizer.kwargs
+    glob = G.make_variant("global_clipnorm", clipnorm=1.0).optimizer.kwargs
     np.testing.assert_allclose(optimizer_update_norms(dict(per_var)), [1.0, 1.0], rtol=1e-6)
     np.testing.assert_allclose(optimizer_update_norms(dict(glob)), [0.6, 0.8], rtol=1e-6)
     # Thresholds above a norm leave it alone: clipnorm 3.5 -> 3 and 3.5; global 10 -> 3 and 4.
-    per_var = G.make_variant("clipnorm", clipnorm=3.5).optimizer_kwargs
-    glob = G.make_variant("global_clipnorm", clipnorm=10.0).optimizer_kwargs
+    per_var = G.make_variant("clipnorm", clipnorm=3.5).optimizer.kwargs
+    glob = G.make_variant("global_clipnorm", clipnorm=10.0).optimizer.kwargs
     np.testing.assert_allclose(optimizer_update_norms(dict(per_var)), [3.0, 3.5], rtol=1e-6)
     np.testing.assert_allclose(optimizer_update_norms(dict(glob)), [3.0, 4.0], rtol=1e-6)
 
@@ -274,9 +275,10 @@ def test_the_registries_import_without_tensorflow_and_the_maths_on_first_use():
 
 
 def test_the_package_surface_is_its_modules_and_nothing_else():
-    from experiments.gradients import maths, placements, variants
+    from experiments.gradients import explain, maths, placements, seams, variants
 
-    assert set(G.__all__) == {*variants.__all__, *placements.__all__, *maths.__all__}
+    modules = (variants, placements, seams, maths, explain)
+    assert set(G.__all__) == {name for module in modules for name in module.__all__}
     assert G.scale_gradient is maths.scale_gradient and G.PLACEMENTS is placements.PLACEMENTS
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         _ = G.nothing
@@ -290,7 +292,7 @@ def _unroll_gradients(variant, placement: str, *, steps: int = 2) -> dict[str, f
 
     place = G.get_placement(placement)
     a, b, c = (tf.Variable(v) for v in (1.0, 2.0, 3.0))
-    factors = variant.depth_loss_factors(steps)
+    factors = variant.loss_weights(steps)
     with tf.GradientTape() as tape:
         h = a * 1.0
         loss = factors[0] * c * h
@@ -314,7 +316,7 @@ def test_depth_matched_control_equals_scale_gradient_on_the_representation_only(
       the control's 9: there the representation's attenuation is 0.5**(k-1) for k >= 1.
     """
     control = G.make_variant("depth_loss_scale")
-    assert control.depth_loss_factors(3) == [1.0, 0.5, 0.25, 0.125]
+    assert control.loss_weights(3) == [1.0, 0.5, 0.25, 0.125]
     assert _unroll_gradients(control, "paper") == {"a": 9.0, "b": 4.5, "c": 3.0}
     scaled = G.make_variant("scale_gradient", scale=0.5)
     assert _unroll_gradients(scaled, "paper") == {"a": 9.0, "b": 12.0, "c": 7.0}

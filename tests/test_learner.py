@@ -391,11 +391,11 @@ def _models(nets):
 def test_global_clipnorm_with_several_learning_rate_factors_is_refused():
     # each optimizer would clip over its own variables: not a global norm any more
     import dataclasses
-    import types
+
+    from experiments.gradients import OptimizerOptions
 
     variant = dataclasses.replace(
-        make_variant("dynamics_lr_scale"),
-        optimizer_kwargs=types.MappingProxyType({"global_clipnorm": 1.0}),
+        make_variant("dynamics_lr_scale"), optimizer=OptimizerOptions({"global_clipnorm": 1.0})
     )
     config = _config(jit_compile=False)
     nets = Networks(config.network, observation_size=5, num_actions=3, seed=1)

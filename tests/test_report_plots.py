@@ -517,13 +517,13 @@ def test_random_return_from_the_task_registry(tmp_path):
 
 def test_random_return_explicit_scaled_and_missing(monkeypatch):
     assert random_return("catch", explicit=-0.6, reward_scale=10.0) == pytest.approx(-6.0)
-    monkeypatch.setitem(sys.modules, "experiments.tasks.registry", None)  # no task registry
+    monkeypatch.setitem(sys.modules, "experiments.tasks", None)  # no task registry
     with pytest.raises(ConfigError, match="no random-policy return known for task 'catch'"):
         random_return("catch")
 
 
 def test_diverged_run_without_a_random_return_is_one_error(folder, tmp_path, monkeypatch):
-    monkeypatch.setitem(sys.modules, "experiments.tasks.registry", None)
+    monkeypatch.setitem(sys.modules, "experiments.tasks", None)
     with pytest.raises(ConfigError, match="pass random_return="):
         plot_all(load_results(folder), tmp_path / "figs", n_resamples=99)
     assert not (tmp_path / "figs").exists()  # nothing written

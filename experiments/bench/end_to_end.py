@@ -41,7 +41,7 @@ def run_rates(*, steps: int, skip: int, seed: int, unroll_steps: int | None = No
       unroll_steps: K, if not the default (``--quick`` keeps compilation short).
     """
     from experiments.gradients import get_placement, make_variant
-    from experiments.muzero.config import MuZeroConfig
+    from experiments.muzero import MuZeroConfig
     from experiments.muzero.train import train
     from experiments.tasks import TaskConfig
 

@@ -32,11 +32,16 @@ from experiments.bench.measures import BenchSettings, Rate
 from experiments.bench.train_step import random_batch
 from experiments.config import RunConfig
 from experiments.gradients import get_placement, make_variant
-from experiments.muzero.config import MuZeroConfig
-from experiments.muzero.learner import Learner, StepInputs
-from experiments.muzero.networks import Networks
-from experiments.muzero.selfplay import Inference, act
-from experiments.muzero.support import SupportSizes, resolve_support_sizes
+from experiments.muzero import (
+    Inference,
+    Learner,
+    MuZeroConfig,
+    Networks,
+    StepInputs,
+    SupportSizes,
+    act,
+    resolve_support_sizes,
+)
 from experiments.tasks import make_env
 
 __all__ = [
@@ -96,9 +101,8 @@ class MinAtarSizes:
 def preset() -> RunConfig:
     """The run config of :data:`PRESET_OVERRIDES`, composed from ``conf`` as a run's."""
     from experiments.config import register_schema, to_run_config
-    from experiments.jobs.job import MUZERO
-    from experiments.launch.hydra_app import CONF_DIR
-    from experiments.launch.plan import compose
+    from experiments.jobs import MUZERO
+    from experiments.launch import CONF_DIR, compose
 
     register_schema(MUZERO.muzero_schema)
     return to_run_config(compose(CONF_DIR, list(PRESET_OVERRIDES)))

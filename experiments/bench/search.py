@@ -24,10 +24,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from experiments.muzero.networks import Networks
-from experiments.muzero.reference_search import run_search
-from experiments.muzero.search_tf import CompiledSearch
-from experiments.muzero.selfplay import Inference
+from experiments.muzero import CompiledSearch, Inference, Networks, run_search
 
 __all__ = ["SEARCH_CASES", "search_cases"]
 

@@ -30,8 +30,7 @@ from experiments.bench.measures import BenchReport, BenchSettings, Rate, Ratio, 
 
 if TYPE_CHECKING:
     from experiments.bench.end_to_end import RunRates
-    from experiments.muzero.learner import Learner
-    from experiments.muzero.networks import Networks
+    from experiments.muzero import Learner, Networks
 
 __all__ = [
     "COMPILED_SEARCH_TARGET",

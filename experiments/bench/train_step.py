@@ -19,10 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from experiments.gradients import get_placement, make_variant
-from experiments.muzero.config import MuZeroConfig, NetworkConfig
-from experiments.muzero.learner import Learner
-from experiments.muzero.networks import Networks
-from experiments.muzero.replay import Batch
+from experiments.muzero import Batch, Learner, MuZeroConfig, NetworkConfig, Networks
 
 __all__ = [
     "make_learner",

@@ -20,10 +20,11 @@ from typing import Any
 from omegaconf import MISSING
 
 from experiments.base.errors import ConfigError, unknown_choice
+from experiments.config.errors import composition_error, omegaconf_error
 from experiments.config.variants import VARIANT_CONFIGS, VariantConfig
 from experiments.gradients import VARIANTS
 from experiments.tasks import TaskConfig
-from experiments.verdicts.stopping import Budget, DivergenceRule
+from experiments.verdicts import Budget, DivergenceRule
 
 __all__ = [
     "LOGGER_MODES",
@@ -34,6 +35,7 @@ __all__ = [
     "RunConfig",
     "RuntimeConfig",
     "VariantConfig",
+    "composition_error",
     "register_schema",
     "to_run_config",
     "variant_schema",
@@ -238,8 +240,6 @@ def to_run_config(cfg: Any) -> RunConfig:
     """
     from omegaconf import DictConfig, OmegaConf
     from omegaconf.errors import OmegaConfBaseException
-
-    from experiments.config.errors import omegaconf_error
 
     if not isinstance(cfg, DictConfig) or OmegaConf.get_type(cfg) is not RunConfig:
         raise ConfigError(

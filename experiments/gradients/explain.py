@@ -121,23 +121,25 @@ def _kernel_scope(variant: Variant) -> tuple[str, str]:
 
 
 def _learning_rate_scope(variant: Variant) -> tuple[str, str]:
-    factors = {name: float(variant.lr_scales.get(name, 1.0)) for name in NETWORKS}
+    factors = {name: variant.learning_rates(name) for name in NETWORKS}
     scope = "global" if len(set(factors.values())) == 1 else "per network"
     evidence = "learning rate " + ", ".join(f"{n} x{f:g}" for n, f in factors.items())
     return scope, evidence
 
 
 def _scope(variant: Variant, jac: np.ndarray) -> tuple[str, str]:
-    if variant.acts_on == "optimizer":
-        a, b = optimizer_update_norms(dict(variant.optimizer_kwargs))
+    """Measured at the seam the variant acts at (the first not left neutral), else on the
+    hidden-state transform's Jacobian."""
+    if variant.optimizer.kwargs:
+        a, b = optimizer_update_norms(dict(variant.optimizer.kwargs))
         scope = "per variable" if np.isclose(a, b) else "global"
         return scope, f"gradient norms 3, 4 -> updates {a:.2f}, {b:.2f}"
-    if variant.acts_on == "learning_rate":
+    if variant.learning_rates.scales:
         return _learning_rate_scope(variant)
-    if variant.acts_on == "weights":
+    if variant.kernel_constraint is not None:
         return _kernel_scope(variant)
-    if variant.acts_on == "loss_weights":
-        factors = ", ".join(f"{f:g}" for f in variant.depth_loss_factors(3))
+    if variant.loss_weights.scale is not None:
+        factors = ", ".join(f"{f:g}" for f in variant.loss_weights(3))
         return "per unroll step", f"loss weights of steps 0-3 x {factors}; hidden state untouched"
     return _jacobian_scope(jac)
 
@@ -152,7 +154,7 @@ def explain_variants() -> list[VariantRow]:
         rows.append(
             VariantRow(
                 name=name,
-                acts_on=variant.acts_on,
+                acts_on=spec.acts_on,
                 params=dict(variant.params),
                 forward_max_abs_diff=diff,
                 gradient_factor=factor,

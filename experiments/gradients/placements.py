@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from experiments.base.registry import Registry
-from experiments.gradients.variants import HiddenFn
+from experiments.gradients.seams import HiddenFn
 
 __all__ = ["PLACEMENTS", "Placement", "PlacementFn", "get_placement"]
 

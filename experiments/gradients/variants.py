@@ -26,6 +26,15 @@ from typing import Any
 
 from experiments.base.errors import ConfigError
 from experiments.base.plugins import PluggableRegistry
+from experiments.gradients.seams import (
+    NETWORKS,
+    HiddenFn,
+    HiddenTransform,
+    KernelConstraint,
+    LearningRates,
+    LossWeights,
+    OptimizerOptions,
+)
 
 __all__ = [
     "ACTS_ON",
@@ -40,9 +49,6 @@ __all__ = [
     "make_variant",
 ]
 
-HiddenFn = Callable[[Any], Any]
-"""A transform of the hidden state ``[B, H] -> [B, H]`` (TensorFlow tensors)."""
-
 ACTS_ON = (
     "nothing",
     "forward",
@@ -52,13 +58,11 @@ ACTS_ON = (
     "weights",
     "loss_weights",
 )
-"""Where a variant acts: the hidden state's forward values, the gradient through the hidden state,
-the optimizer's update, the learning rate of some or all networks, the weights (a constraint
-applied after each update), or the unroll's per-step loss weights."""
-
-NETWORKS = ("representation", "dynamics", "prediction")
-"""The three networks, the units a variant's learning-rate factors (:attr:`Variant.lr_scales`)
-are given for."""
+"""Where a variant acts, as its registry entry declares it (``gradlab list``, ``gradlab explain``):
+the hidden state's forward values, the gradient through the hidden state, the optimizer's update,
+the learning rate of some or all networks, the weights (a constraint applied after each update),
+or the unroll's per-step loss weights. A bound :class:`Variant` carries no such tag: one callable
+per seam (:mod:`experiments.gradients.seams`)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,49 +107,33 @@ class ParamSpec:
 
 @dataclasses.dataclass(frozen=True)
 class Variant:
-    """A variant with its parameters bound: what a learner needs to apply it.
+    """A variant with its parameters bound: one callable per seam it may act at
+    (:mod:`experiments.gradients.seams`), each neutral where it does not act, so that the
+    learner, the search and the networks call them without asking where it acts.
 
     Attributes:
       name: registry name.
-      acts_on: one of :data:`ACTS_ON`.
       params: the bound parameters, defaults filled in.
-      hidden: transform of the hidden state ``[B, H] -> [B, H]`` (identity unless the variant acts
-        on the hidden state's forward values or gradient); put in place by a placement
-        (:class:`~experiments.gradients.placements.Placement`),
-        in the training unroll and in the search's recurrent inference alike.
-      optimizer_kwargs: keyword arguments for the Keras optimizer (``clipnorm``,
-        ``global_clipnorm``), empty unless the variant acts on the optimizer.
+      hidden: the hidden-state transform ``[B, H] -> [B, H]`` (the identity unless the variant
+        acts on the hidden state's forward values or gradient); put in place by a placement
+        (:class:`~experiments.gradients.placements.Placement`) in the training unroll, and in
+        the search's recurrent inference when it changes forward values (``hidden.forward``).
+      optimizer: builds the Keras optimizer with the variant's options (``clipnorm``,
+        ``global_clipnorm``; none unless it acts on the optimizer).
       kernel_constraint: a Keras constraint for the dynamics network's kernels, or ``None``.
-      lr_scales: factors of the learning rate by network (:data:`NETWORKS`), a network not named
-        at x1; empty unless the variant acts on the learning rate. The learner gives each
-        distinct factor its own optimizer on the same schedule x factor; Adam's and momentum's
-        state is per variable, so that equals one optimizer with per-variable learning rates.
-      depth_loss_scale: ``s``: step k's loss (k = 0..K) is weighted ``s**k`` on top of the
-        ``loss_scale`` weights; None unless the variant acts on the loss weights.
+      learning_rates: the learning-rate factor of each network (:data:`NETWORKS`; x1 unless it
+        acts on the learning rate).
+      loss_weights: the factor of each unroll step's loss (``s**k``; all 1 unless it acts on
+        the loss weights).
     """
 
     name: str
-    acts_on: str
     params: Mapping[str, float]
-    hidden: HiddenFn
-    optimizer_kwargs: Mapping[str, float]
-    kernel_constraint: Any
-    lr_scales: Mapping[str, float] = dataclasses.field(
-        default_factory=lambda: types.MappingProxyType({})
-    )
-    depth_loss_scale: float | None = None
-
-    def depth_loss_factors(self, unroll_steps: int) -> list[float]:
-        """``[K+1]`` the factor of each step's loss: ``s**k``, or all 1 (every other variant)."""
-        s = 1.0 if self.depth_loss_scale is None else float(self.depth_loss_scale)
-        return [s**k for k in range(unroll_steps + 1)]
-
-    @property
-    def changes_forward(self) -> bool:
-        """Whether :attr:`hidden` changes forward values, so that the search must plan with it
-        too (:class:`experiments.muzero.selfplay` applies it where training does); a variant
-        acting on the gradient alone leaves the search's model unchanged."""
-        return self.acts_on == "forward"
+    hidden: HiddenTransform = HiddenTransform()
+    optimizer: OptimizerOptions = OptimizerOptions()
+    kernel_constraint: KernelConstraint | None = None
+    learning_rates: LearningRates = LearningRates()
+    loss_weights: LossWeights = LossWeights()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,18 +191,19 @@ class VariantSpec:
         return {p.name: p.check(self.name, params.get(p.name, p.default)) for p in self.params}
 
     def bind(self, **params: Any) -> Variant:
-        """Validates ``params`` and returns the bound :class:`Variant` (imports TensorFlow)."""
+        """Validates ``params`` and returns the bound :class:`Variant` (imports TensorFlow): what
+        the builder returned, one seam each; the hidden-state transform changes forward values
+        when the entry declares it acts on them (``acts_on="forward"``)."""
         bound = self.check_params(params)
         built = self.build(**bound)
         return Variant(
             name=self.name,
-            acts_on=self.acts_on,
             params=types.MappingProxyType(bound),
-            hidden=built.hidden,
-            optimizer_kwargs=types.MappingProxyType(dict(built.optimizer_kwargs)),
+            hidden=HiddenTransform(built.hidden, forward=self.acts_on == "forward"),
+            optimizer=OptimizerOptions(built.optimizer_kwargs),
             kernel_constraint=built.kernel_constraint,
-            lr_scales=types.MappingProxyType(dict(built.lr_scales)),
-            depth_loss_scale=built.depth_loss_scale,
+            learning_rates=LearningRates(built.lr_scales),
+            loss_weights=LossWeights(built.depth_loss_scale),
         )
 
 

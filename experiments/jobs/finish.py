@@ -86,7 +86,7 @@ def finish_job(
 
 
 def _stability(rows: list[dict], cfg: RunConfig, summary: Summary) -> dict:
-    from experiments.verdicts.stability import stability_summary
+    from experiments.verdicts import stability_summary
 
     try:
         return dict(

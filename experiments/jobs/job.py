@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from experiments.jobs import store
-from experiments.muzero.config import MuZeroConfig
+from experiments.muzero import MuZeroConfig
 
 if TYPE_CHECKING:
     from experiments.config import RunConfig
@@ -110,13 +110,13 @@ def _train_muzero(*args: Any, **kwargs: Any) -> Iterator[Mapping[str, float]]:
 
 
 def _check_muzero(run: Any) -> None:
-    from experiments.muzero.support_sizes import resolve_support_sizes
+    from experiments.muzero import resolve_support_sizes
 
     resolve_support_sizes(run.task, run.muzero.network, discount=run.muzero.discount)
 
 
 def _agent_cache() -> Any:
-    from experiments.muzero.agents import AgentCache
+    from experiments.muzero import AgentCache
 
     return AgentCache()
 

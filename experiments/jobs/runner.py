@@ -26,7 +26,7 @@ from experiments.jobs.finish import Ending, finish_job
 from experiments.jobs.job import TrainFn
 from experiments.jobs.start import start_job
 from experiments.jobs.summary import Summary, error_line
-from experiments.verdicts.stopping import DivergenceCheck
+from experiments.verdicts import DivergenceCheck
 
 __all__ = ["Progress", "ProgressFactory", "run_job"]
 

@@ -272,7 +272,7 @@ def outcome_fields(summary: Mapping[str, Any]) -> dict[str, Any]:
     ``outcome/reached_step`` (its first evaluation at or above the threshold before diverging)
     and ``outcome/diverged`` (``no``, ``before_learning``, ``after_learning``). Empty for a run
     without a threshold or without the figures a class needs."""
-    from experiments.verdicts.outcome import learned_step, run_outcome
+    from experiments.verdicts import learned_step, run_outcome
 
     st = summary.get("stability") or {}
     threshold = summary.get("threshold")
@@ -300,7 +300,7 @@ def outcome_fields(summary: Mapping[str, Any]) -> dict[str, Any]:
 def _threshold_source(summary: Mapping[str, Any]) -> str | None:
     """The task registry's source of the run's threshold (its game for MinAtar), or None."""
     from experiments.base.errors import ConfigError
-    from experiments.tasks.registry import task_facts
+    from experiments.tasks import task_facts
 
     name = (summary.get("overrides") or {}).get("task") or summary.get("task")
     try:

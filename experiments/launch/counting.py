@@ -11,7 +11,7 @@ import signal
 import time
 from collections.abc import Collection, Sequence
 
-from experiments.jobs import store
+from experiments.jobs import job_locked, mark_interrupted, read_summary
 from experiments.launch.plan import PlannedJob
 
 __all__ = ["Counts", "Stopped", "count_jobs", "mark_stopped", "wait_for_running"]
@@ -52,11 +52,11 @@ def count_jobs(jobs: Sequence[PlannedJob], *, skipped: Collection[str]) -> Count
         if job.name in skipped:
             counts["skipped"] += 1
             continue
-        summary = store.read_summary(job.job_dir)
+        summary = read_summary(job.job_dir)
         status = summary.status if summary else None
         if status in counts or status == "interrupted":  # a job's process stopped by a signal
             counts[status] = counts.get(status, 0) + 1
-        elif status == "running" and store.job_locked(job.job_dir):
+        elif status == "running" and job_locked(job.job_dir):
             # another sweep on the same folder runs it now: its own sweep reports how it ends
             counts["running elsewhere"] = counts.get("running elsewhere", 0) + 1
         else:  # no summary, or "running" with no live process: the job never finished
@@ -101,8 +101,8 @@ def mark_stopped(jobs: Sequence[PlannedJob], signum: int) -> Stopped:
     reason = f"stopped by {signal.Signals(signum).name} before its next step"
     counts = dict.fromkeys(_ENDED, 0)
     for job in jobs:
-        store.mark_interrupted(job.job_dir, reason=reason)
-        summary = store.read_summary(job.job_dir)
+        mark_interrupted(job.job_dir, reason=reason)
+        summary = read_summary(job.job_dir)
         if summary is not None and summary.status in counts:
             counts[summary.status] += 1
     return Stopped(signum, len(jobs), counts)
@@ -112,5 +112,5 @@ def wait_for_running(jobs: Sequence[PlannedJob], *, timeout: float) -> None:
     """Waits up to ``timeout`` seconds for the jobs some live process holds (they stop at their
     next step) to end, when the launcher's own wait was cut short."""
     deadline = time.monotonic() + timeout
-    while any(store.job_locked(j.job_dir) for j in jobs) and time.monotonic() < deadline:
+    while any(job_locked(j.job_dir) for j in jobs) and time.monotonic() < deadline:
         time.sleep(0.1)

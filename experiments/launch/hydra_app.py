@@ -28,10 +28,8 @@ from omegaconf import DictConfig, OmegaConf
 
 import conf as _conf_package
 from experiments.config import register_schema, to_run_config, without_hydra
-from experiments.jobs import store
-from experiments.jobs.job import MUZERO, Job, JobRequest
+from experiments.jobs import MUZERO, Job, JobRequest, Summary, ablation_dir, error_line, job_name
 from experiments.jobs.process import Skipped, execute
-from experiments.jobs.summary import Summary, error_line
 
 __all__ = ["CONF_DIR", "job_request", "launch", "main", "task_function"]
 
@@ -40,11 +38,11 @@ CONF_DIR = Path(_conf_package.__file__).resolve().parent
 
 
 def _job_resolver(overrides: Any) -> str:
-    return store.job_name(list(overrides or []))
+    return job_name(list(overrides or []))
 
 
 def _ablation_resolver(ablation: Any) -> str:
-    return store.ablation_dir("", ablation).as_posix()
+    return ablation_dir("", ablation).as_posix()
 
 
 OmegaConf.register_new_resolver("gradlab_job", _job_resolver, replace=True)

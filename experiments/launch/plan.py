@@ -20,9 +20,16 @@ from typing import Any
 
 from experiments.base.errors import ConfigError
 from experiments.base.private_api import warn_fallback
-from experiments.config.errors import composition_error
-from experiments.jobs import store
-from experiments.jobs.job import MUZERO, Job
+from experiments.config import composition_error
+from experiments.jobs import (
+    MUZERO,
+    Job,
+    ablation_dir,
+    job_name,
+    parse_overrides,
+    read_summary,
+    should_run,
+)
 
 __all__ = [
     "PlannedJob",
@@ -76,7 +83,7 @@ def _parse(overrides: Sequence[str]) -> list[Any]:
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     for item in overrides:
-        store.parse_overrides([item])  # the key=value shape, with our message
+        parse_overrides([item])  # the key=value shape, with our message
     try:
         return OverridesParser.create().parse_overrides(list(overrides))
     except Exception as err:  # noqa: BLE001 - Hydra's parse errors, as one line
@@ -291,7 +298,7 @@ def _check_results(jobs: list[PlannedJob], *, ablation: str | None, writable: bo
             if folder.exists() or folder == job.job_dir.parent:
                 checked.add(folder)
                 _check_writable(folder)
-        summary = store.read_summary(job.job_dir)
+        summary = read_summary(job.job_dir)
         if summary is not None and summary.ablation != ablation:
             theirs = summary.ablation or "none (a single run)"
             raise ConfigError(
@@ -364,19 +371,19 @@ def plan(
             )
         run = to_run_config(cfg)
         job.validate(run)
-        name = store.job_name(list(job_overrides))
+        name = job_name(list(job_overrides))
         if name in seen:
             raise ConfigError(
                 f"two jobs share the folder {name!r} ({seen[name]} and {list(job_overrides)}); "
                 "give each a distinct value"
             )
         seen[name] = list(job_overrides)
-        job_dir = store.ablation_dir(run.runtime.results_dir, ablation) / name
+        job_dir = ablation_dir(run.runtime.results_dir, ablation) / name
         given = _hydra_dir(hyd, "hydra.sweep.dir" if multirun else "hydra.run.dir")
         if given is not None:
             job_dir = given / name if multirun else given
         _refuse_study_folder(job_dir, ablation)
-        go, reason = store.should_run(job_dir, force=force)
+        go, reason = should_run(job_dir, force=force)
         planned.append(PlannedJob(name, tuple(job_overrides), job_dir, go, reason, run.logger.mode))
     _check_results(planned, ablation=ablation, writable=check_writable)
     return planned

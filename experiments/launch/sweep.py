@@ -1,5 +1,6 @@
-"""The one sweep service: ``gradlab sweep``, ``gradlab calibrate`` (a sweep per rung) and ``gradlab
-study run`` (a sweep per arm) all run their jobs through it, in their own process.
+"""The one sweep service: ``gradlab sweep``, ``gradlab run`` (a sweep of one job, not a multirun),
+``gradlab calibrate`` (a sweep per rung) and ``gradlab study run`` (a sweep per arm) all run their
+jobs through it, in their own process.
 
 :func:`prepare_sweep` turns a :class:`SweepRequest` into a :class:`SweepPlan` (every job planned
 and validated by :func:`experiments.launch.plan.plan`, a study folder's design checked, the
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.base.errors import ConfigError
-from experiments.jobs.job import MUZERO, Job
+from experiments.jobs import MUZERO, Job, read_summary
 from experiments.launch import plan as planning
 from experiments.launch.counting import Counts, Stopped, count_jobs, mark_stopped, wait_for_running
 from experiments.launch.plan import PlannedJob
@@ -55,6 +56,9 @@ class SweepRequest:
       dry_run: plan only (the results folder need not be writable); :func:`run_sweep` refuses it.
       config_dir: the config folder (default: gradlab's own ``conf/``).
       job: what each job runs (MuZero; the tests' stand-ins).
+      multirun: a sweep (``ablation=NAME`` required); False: one run (``gradlab run``: one job,
+        no ablation, one value per key, launched by Hydra's own launcher in this process, so
+        ``jobs`` is not read).
     """
 
     overrides: tuple[str, ...]
@@ -63,6 +67,7 @@ class SweepRequest:
     dry_run: bool = False
     config_dir: Path | None = None
     job: Job = MUZERO
+    multirun: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,6 +138,11 @@ class SweepResult:
             return self.launched.stopped.exit_code
         return 0 if self.counts is not None and self.counts.ok else 1
 
+    def status_of(self, job: PlannedJob) -> str | None:
+        """``job``'s status as its summary says now (None: it has none)."""
+        summary = read_summary(job.job_dir)
+        return summary.status if summary else None
+
 
 FolderCheck = Callable[..., list[str]]
 """A check of a results folder a sweep writes into, called as ``check(folder, config_dir=...,
@@ -157,23 +167,25 @@ def prepare_sweep(
       note: takes a note on a study folder as it arises (a setting added since registration).
 
     Raises:
-      ConfigError: no ``ablation=``, a bad ``--jobs``, anything :func:`~experiments.launch.plan.
-        plan` refuses, a folder ``check_folder`` refuses.
+      ConfigError: no ``ablation=`` (a sweep), a bad ``--jobs``, anything
+        :func:`~experiments.launch.plan.plan` refuses, a folder ``check_folder`` refuses.
     """
     from experiments.launch.hydra_app import CONF_DIR
 
     conf = CONF_DIR if request.config_dir is None else Path(request.config_dir)
     overrides = list(request.overrides)
     task, hyd = planning.split_hydra_overrides(overrides)
-    if not any(o.split("=", 1)[0] == "ablation" for o in task):
-        options = ", ".join(planning.group_options(conf, "ablation"))
-        raise ConfigError(f"gradlab sweep needs ablation=NAME; choose one of: {options}")
-    parallel = parallel_jobs(request.jobs, launcher_given=launcher_given(hyd))
-    if parallel.note is not None:
-        warn(parallel.note)
+    parallel = Parallel(1)
+    if request.multirun:
+        if not any(o.split("=", 1)[0] == "ablation" for o in task):
+            options = ", ".join(planning.group_options(conf, "ablation"))
+            raise ConfigError(f"gradlab sweep needs ablation=NAME; choose one of: {options}")
+        parallel = parallel_jobs(request.jobs, launcher_given=launcher_given(hyd))
+        if parallel.note is not None:
+            warn(parallel.note)
     jobs = planning.plan(
         overrides,
-        multirun=True,
+        multirun=request.multirun,
         config_dir=conf,
         force=request.force,
         check_writable=not request.dry_run,
@@ -184,14 +196,20 @@ def prepare_sweep(
             overrides_of = [j.overrides for j in jobs if j.job_dir.parent == folder]
             for line in check_folder(folder, config_dir=conf, jobs=overrides_of):
                 note(line)
-    launch = launch_overrides(
-        task, hyd, planned=jobs, parallel=parallel.count, jobs=request.jobs, force=request.force
-    )
+    if request.multirun:
+        launch = launch_overrides(
+            task, hyd, planned=jobs, parallel=parallel.count, jobs=request.jobs, force=request.force
+        )
+    else:  # one run: its overrides as given, Hydra's own launcher
+        launch = [*task, *(["runtime.force=true"] if request.force else []), *hyd]
     return SweepPlan(request, tuple(jobs), parallel, tuple(launch), conf)
 
 
 def run_sweep(
-    plan: SweepPlan, *, on_hard_stop: Callable[[Stopped], None] | None = None
+    plan: SweepPlan,
+    *,
+    on_hard_stop: Callable[[Stopped], None] | None = None,
+    progress: Any = None,
 ) -> SweepResult:
     """Runs a planned sweep's jobs (the finished ones are skipped) and counts how they ended.
 
@@ -199,6 +217,8 @@ def run_sweep(
       plan: from :func:`prepare_sweep` (not a dry run).
       on_hard_stop: takes the jobs' counts after a hard stop (a second signal, or the grace ran
         out), just before this process exits with ``128 + signal``.
+      progress: a progress factory for a single run on a terminal (:func:`launch_jobs`), or
+        None.
     """
     if plan.request.dry_run:
         raise ValueError("a dry run's plan is not run")
@@ -209,7 +229,8 @@ def run_sweep(
             planned=plan.jobs,
             config_dir=plan.config_dir,
             job=plan.request.job,
-            multirun=True,
+            multirun=plan.request.multirun,
+            progress=progress,
             on_hard_stop=on_hard_stop,
         )
     if launched.stopped is not None:

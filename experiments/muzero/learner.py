@@ -111,12 +111,11 @@ class Learner:
         # indices that optimizer j updates. Adam's and momentum's state is per variable, so this
         # is one optimizer with per-variable learning rates.
         factor_of = {
-            i: float(variant.lr_scales.get(network_of[id(self._variables[i])], 1.0))
-            for i in self._applied
+            i: variant.learning_rates(network_of[id(self._variables[i])]) for i in self._applied
         }
         factors = sorted(set(factor_of.values()), reverse=True)
         factors = factors or [1.0]
-        if len(factors) > 1 and "global_clipnorm" in variant.optimizer_kwargs:
+        if len(factors) > 1 and variant.optimizer.global_norm:
             # each optimizer would clip over its own variables only: no longer a global norm
             raise ConfigError(
                 f"variant {variant.name!r} sets global_clipnorm and several learning-rate "
@@ -141,7 +140,7 @@ class Learner:
         self._step: Any = None  # the traced step, called directly (see update_tensors)
         # step k's loss x s**k for the depth-matched control (variant=depth_loss_scale); all 1
         # otherwise, and x1.0 leaves float32 weights bit-identical
-        factors = variant.depth_loss_factors(config.unroll_steps)
+        factors = variant.loss_weights(config.unroll_steps)
         self._depth_factors = np.asarray(factors, np.float32)[None, :]  # [1, K+1]
 
     def restart(self, initial: Networks) -> None:

@@ -88,9 +88,9 @@ def make_optimizer(
     variant's learning-rate factors); the variant's optimizer keyword arguments (``clipnorm``,
     ``global_clipnorm``) passed straight through."""
     schedule = learning_rate_schedule(config, lr_scale)
-    kwargs = dict(variant.optimizer_kwargs)
+    build = variant.optimizer
     if config.optimizer == "adam":
-        return keras.optimizers.Adam(learning_rate=schedule, **kwargs)
+        return build(keras.optimizers.Adam, learning_rate=schedule)
     if config.optimizer == "momentum":
-        return Momentum(schedule, momentum=config.momentum, **kwargs)
-    return keras.optimizers.SGD(learning_rate=schedule, momentum=config.momentum, **kwargs)
+        return build(Momentum, schedule, momentum=config.momentum)
+    return build(keras.optimizers.SGD, learning_rate=schedule, momentum=config.momentum)

@@ -63,14 +63,14 @@ class Inference:
 
         Args:
           networks: the agent's networks.
-          variant: the run's variant; only a forward-changing one (``changes_forward``)
+          variant: the run's variant; only a forward-changing one (``hidden.forward``)
             changes what the search computes. ``None``: the bare model.
           placement: where the variant goes (default ``pseudocode``).
           jit_compile: compile with XLA.
         """
         self.networks = networks
         self.num_actions = networks.num_actions
-        forward = variant is not None and variant.changes_forward
+        forward = variant is not None and variant.hidden.forward
         self._transform = variant.hidden if forward else None
         self._placement = placement if placement is not None else get_placement("pseudocode")
         self._jit_compile = jit_compile

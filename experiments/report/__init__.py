@@ -16,4 +16,9 @@ By role, lowest first (a subpackage imports only those before it):
 * ``figures/``: ``gradlab plot`` (import it explicitly: it loads matplotlib).
 * ``export/``: ``gradlab export``: the runs and curves as CSV or parquet, and the score matrix
   rliable takes.
+
+Its faces are its subpackages' (``experiments.report.table``, ...): the package itself
+exports nothing.
 """
+
+__all__: list[str] = []

@@ -14,10 +14,12 @@ from experiments.tasks.catch import CatchEnv
 from experiments.tasks.config import TASKS, TaskConfig, TaskInfo
 from experiments.tasks.gym_adapter import GymEnv
 from experiments.tasks.minatar_adapter import MINATAR_GAMES, MinAtarEnv
+from experiments.tasks.published import PUBLISHED
 from experiments.tasks.registry import MAKERS, TaskFacts, facts_for, task_facts, task_names
 
 __all__ = [
     "MINATAR_GAMES",
+    "PUBLISHED",
     "TASKS",
     "CatchEnv",
     "GymEnv",

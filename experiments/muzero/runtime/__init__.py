@@ -14,4 +14,29 @@
 Each is checked to give the same numbers as the plain path (``tests/test_compiled_call.py``,
 ``tests/test_batches.py``, ``tests/test_deferred.py``, ``tests/test_train.py``). Nothing is
 imported here, so importing the package stays cheap.
+
+The face (``__all__``): :class:`FlatCall`, which benchmarks time; its names load at first use, each
+from its module (PEP 562: :func:`experiments.base.faces.lazy_face`), so that importing the package
+loads none of them.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from experiments.base.faces import lazy_face
+
+if TYPE_CHECKING:
+    from experiments.muzero.runtime.compiled_call import FlatCall
+
+__all__ = [
+    "FlatCall",
+]
+
+__getattr__, __dir__ = lazy_face(
+    __name__,
+    {
+        "compiled_call": ("FlatCall",),
+    },
+    __all__,
+)

@@ -37,7 +37,13 @@ from typing import Any
 
 import pandas as pd
 
-from experiments.jobs import store
+from experiments.jobs import (
+    FINISHED,
+    is_bookkeeping,
+    parse_overrides,
+    read_summary,
+    write_text_atomic,
+)
 from experiments.protocols.calibration.counts import (
     DEFAULT_ENDPOINT,
     RungCounts,
@@ -61,9 +67,9 @@ from experiments.protocols.calibration.record import (
     write_record,
 )
 from experiments.protocols.calibration.reference import references_of
-from experiments.report.runs.endpoints import declared_threshold
-from experiments.tasks.registry import task_facts
-from experiments.verdicts.outcome import ENDPOINT_CLASSES
+from experiments.report.runs import declared_threshold
+from experiments.tasks import task_facts
+from experiments.verdicts import ENDPOINT_CLASSES
 
 __all__ = [
     "ABLATION",
@@ -97,12 +103,12 @@ def _summaries(cal: Calibration, index: int) -> list[Any]:
     """Rung ``index``'s runs' summaries as they are now (``None``: not run); for the endpoint
     ``lost_after_learning``, a finished run that recorded no threshold is re-measured against
     the declared one (:func:`_remeasured`)."""
-    found = [(j.job_dir, store.read_summary(j.job_dir)) for j in cal.jobs[index]]
+    found = [(j.job_dir, read_summary(j.job_dir)) for j in cal.jobs[index]]
     if cal.endpoint == DEFAULT_ENDPOINT:
         return [s for _, s in found]
     return [
         _remeasured(s, path)
-        if s is not None and s.status in store.FINISHED and s.threshold is None
+        if s is not None and s.status in FINISHED and s.threshold is None
         else s
         for path, s in found
     ]
@@ -115,8 +121,7 @@ def _remeasured(summary: Any, job_dir: Path) -> Any:
     evaluations by :func:`experiments.report.runs.endpoints.first_reach`, as the table does;
     ``reached_threshold`` None (no outcome) where the job kept no evaluations. The file is not
     changed."""
-    from experiments.report.runs.endpoints import declared_threshold, first_reach
-    from experiments.report.runs.results import registered_task
+    from experiments.report.runs import declared_threshold, first_reach, registered_task
 
     threshold = declared_threshold(registered_task(summary, job_dir), summary.reward_scale)
     if threshold is None:
@@ -267,7 +272,7 @@ def run_calibration(
         summaries = _summaries(cal, index)
         counts = count_rung(summaries, has_threshold=has_threshold, endpoint=cal.endpoint)
         # a first part that did not finish (stopped, failed) is an unfinished rung, below
-        ran = all(s is not None and s.status in store.FINISHED for s in summaries[:first])
+        ran = all(s is not None and s.status in FINISHED for s in summaries[:first])
         if first < n and ran:
             if counts.finished < n and cannot_meet(counts, cal.rule, cal.endpoint):
                 record = record.with_rung(
@@ -325,11 +330,11 @@ def _choose(cal: Calibration, index: int, counts: RungCounts, record: Calibratio
         base=cal.base_settings,
     )
     copy = cal.folder / "regime.yaml"
-    store.write_text_atomic(copy, text)
+    write_text_atomic(copy, text)
     kept = cal.preset_path.exists() and not _same_preset(cal.preset_path.read_text(), text)
     if not kept:
         cal.preset_path.parent.mkdir(parents=True, exist_ok=True)
-        store.write_text_atomic(cal.preset_path, text)
+        write_text_atomic(cal.preset_path, text)
     record = record.chosen(index, regime=cal.regime, preset=cal.preset_path)
     write_record(cal.folder, record)
     return Outcome("chosen", record, preset_kept=kept)
@@ -338,11 +343,11 @@ def _choose(cal: Calibration, index: int, counts: RungCounts, record: Calibratio
 def _plain(cal: Calibration) -> dict[str, str]:
     """The extra overrides that are settings, as ``key -> value``: not bookkeeping (``logger``,
     ``runtime``), not a config group's choice (which a regime preset cannot hold as a value)."""
-    items = store.parse_overrides(cal.extra)
+    items = parse_overrides(cal.extra)
     return {
         k: v
         for k, v in items.items()
-        if not store.is_bookkeeping(k) and not (cal.config_dir / k.split("/")[0]).is_dir()
+        if not is_bookkeeping(k) and not (cal.config_dir / k.split("/")[0]).is_dir()
     }
 
 

@@ -22,8 +22,7 @@ from fractions import Fraction
 from typing import Any
 
 from experiments.base.errors import ConfigError
-from experiments.jobs import store
-from experiments.jobs.summary import Summary
+from experiments.jobs import FINISHED, Summary
 
 __all__ = [
     "DEFAULT_ENDPOINT",
@@ -115,8 +114,8 @@ def run_class(summary: Summary) -> str | None:
     threshold: a run that recorded none has them re-measured from its evaluations by the
     calibration before it is counted; ``reached_threshold`` None (not measured) gives None.
     """
-    from experiments.report.runs.endpoints import declared_threshold
-    from experiments.verdicts.outcome import run_outcome
+    from experiments.report.runs import declared_threshold
+    from experiments.verdicts import run_outcome
 
     v = summary.stability
     if v.get("reached_threshold") is None:
@@ -147,13 +146,13 @@ def count_rung(
     counts (``learned``, ``lost_after_learning``, ``no_outcome``) for the endpoint
     ``lost_after_learning`` on a task with a threshold only (else ``None``: an ``unstable``
     record does not hold them)."""
-    done = [s for s in summaries if s is not None and s.status in store.FINISHED]
+    done = [s for s in summaries if s is not None and s.status in FINISHED]
     stability = [s.stability for s in done]
     diverged = sum(1 for v in stability if v.get("diverged") == 1)
     collapsed = sum(1 for v in stability if v.get("diverged") != 1 and v.get("collapsed") == 1)
     undetermined = sum(1 for v in stability if v.get("diverged") != 1 and v.get("unstable") is None)
     never = sum(1 for v in stability if v.get("reached_threshold") != 1)
-    from experiments.verdicts.outcome import ENDPOINT_CLASSES
+    from experiments.verdicts import ENDPOINT_CLASSES
 
     outcomes = has_threshold and check_endpoint(endpoint) != DEFAULT_ENDPOINT
     classes = [run_class(s) for s in done] if outcomes else []

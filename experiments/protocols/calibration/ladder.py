@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from experiments.base.errors import ConfigError, unknown_choice
 
 if TYPE_CHECKING:
-    from experiments.jobs.job import Job
+    from experiments.jobs import Job
 
 __all__ = [
     "Ladder",
@@ -240,7 +240,7 @@ def base_values(
     from omegaconf import OmegaConf
 
     from experiments.config import register_schema
-    from experiments.launch.plan import compose
+    from experiments.launch import compose
 
     if not keys:
         return {}

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from experiments.base.errors import ConfigError, unknown_choice
-from experiments.jobs import store
-from experiments.jobs.job import MUZERO, Job
-from experiments.launch import plan as planning
+from experiments.jobs import MUZERO, Job, ablation_dir
+from experiments.launch import PlannedJob, group_options
+from experiments.launch.plan import plan
 from experiments.protocols.calibration.counts import DEFAULT_ENDPOINT, check_endpoint, check_rule
 from experiments.protocols.calibration.ladder import (
     Ladder,
@@ -30,7 +30,7 @@ from experiments.protocols.calibration.ladder import (
     times_keys,
 )
 from experiments.protocols.seeds import check_disjoint, parse_seeds, preset_seeds
-from experiments.tasks.registry import TaskFacts, task_facts
+from experiments.tasks import TaskFacts, task_facts
 
 __all__ = [
     "ABLATION",
@@ -79,7 +79,7 @@ class Calibration:
     results_dir: Path
     config_dir: Path
     settings: tuple[dict[str, str], ...]
-    jobs: tuple[tuple[planning.PlannedJob, ...], ...]
+    jobs: tuple[tuple[PlannedJob, ...], ...]
     base_settings: dict[str, Any]
     endpoint: str = DEFAULT_ENDPOINT
 
@@ -102,7 +102,7 @@ class Calibration:
     @property
     def folder(self) -> Path:
         """The runs' and the record's folder, ``R/NAME/calibration`` (:attr:`name`)."""
-        return store.ablation_dir(self.results_dir / self.name, ABLATION)
+        return ablation_dir(self.results_dir / self.name, ABLATION)
 
     @property
     def regime(self) -> str:
@@ -130,7 +130,7 @@ class Calibration:
         ]  # fmt: skip
         if self.endpoint != DEFAULT_ENDPOINT:  # unstable's command reads as before
             words += ["--endpoint", self.endpoint]
-        from experiments.launch.hydra_app import CONF_DIR
+        from experiments.launch import CONF_DIR
 
         if self.config_dir != Path(CONF_DIR).resolve():
             words += ["--config-dir", str(self.config_dir)]
@@ -219,7 +219,7 @@ def prepare(
     config_dir = Path(config_dir).resolve()
     own, extra, results_dir = _split(overrides)
     if "task" not in own:
-        from experiments.tasks.registry import task_names
+        from experiments.tasks import task_names
 
         raise ConfigError(
             f"gradlab calibrate needs task=NAME; choose one of: {', '.join(task_names())}"
@@ -229,7 +229,7 @@ def prepare(
     endpoint = check_endpoint_task(endpoint, facts)
     ladder = load_ladder(config_dir, own.get("ladder", DEFAULT_LADDER))
     base_regime = own.get("regime", DEFAULT_BASE)
-    regimes = planning.group_options(config_dir, "regime")
+    regimes = group_options(config_dir, "regime")
     if base_regime not in regimes:
         raise unknown_choice("regime", base_regime, regimes)
     rule = check_rule(rule)
@@ -262,9 +262,7 @@ def prepare(
     settings = tuple(rung_settings(ladder, i, base) for i in range(len(ladder.rungs)))
     jobs = tuple(
         tuple(
-            planning.plan(
-                _rung_overrides(cal, s, cal.seeds), multirun=True, config_dir=config_dir, job=job
-            )
+            plan(_rung_overrides(cal, s, cal.seeds), multirun=True, config_dir=config_dir, job=job)
         )
         for s in settings
     )

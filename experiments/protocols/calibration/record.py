@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.base.errors import ConfigError
-from experiments.jobs import store
+from experiments.jobs import write_json_atomic, write_text_atomic
 from experiments.protocols.calibration.counts import (
     DEFAULT_ENDPOINT,
     ENDPOINTS,
@@ -400,5 +400,5 @@ def write_record(folder: str | Path, record: CalibrationRecord) -> None:
     """Writes ``calibration.json`` and ``calibration.md`` into ``folder`` (atomically)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    store.write_json_atomic(folder / "calibration.json", record.to_json())
-    store.write_text_atomic(folder / "calibration.md", record_markdown(record))
+    write_json_atomic(folder / "calibration.json", record.to_json())
+    write_text_atomic(folder / "calibration.md", record_markdown(record))

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.base.errors import ConfigError
-from experiments.report.runs.results import diverged_return, intention_to_treat
+from experiments.report.runs import diverged_return, intention_to_treat
 
 __all__ = [
     "NEAR_BAND",

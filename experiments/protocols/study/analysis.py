@@ -22,7 +22,7 @@ from pathlib import Path
 
 from experiments.base.errors import ConfigError
 from experiments.protocols.study.record import RECORD
-from experiments.report.runs.declared import Declared
+from experiments.report.runs import Declared
 
 __all__ = [
     "Declared",
@@ -186,7 +186,7 @@ def audit_note(folder: str | Path) -> str | None:
     """Why a study's folder declares nothing confirmatory: its audit (against this gradlab's
     conf/) fails, in one sentence naming the failed checks; None when it passes or the folder
     is no study's. A table's caption carries it."""
-    from experiments.jobs.identity import package_root
+    from experiments.jobs import package_root
     from experiments.protocols.study.audit import audit
 
     if not (Path(folder) / RECORD).is_file():

@@ -38,9 +38,17 @@ from pathlib import Path
 import yaml
 
 from experiments.base.errors import ConfigError
-from experiments.jobs import store
-from experiments.jobs.identity import config_fingerprint, file_sha256, flat_config, parse_utc
-from experiments.jobs.summary import Summary
+from experiments.jobs import (
+    SUMMARY_FILE,
+    Summary,
+    config_fingerprint,
+    file_sha256,
+    flat_config,
+    job_locked,
+    job_name,
+    parse_utc,
+    read_summary,
+)
 from experiments.protocols.study.record import (
     RECORD,
     _arm_settings,
@@ -180,14 +188,14 @@ def _runs(folder: Path, study) -> list[_Run]:
     """Every job folder, each matched to the registered job its summary (or, without one, its
     folder's name) says it is: the same settings, a registered seed, its own folder."""
     jobs = {
-        store.job_name({**_arm_settings(study, a, s.task), "seed": str(seed)}): (a, s.task, seed)
+        job_name({**_arm_settings(study, a, s.task), "seed": str(seed)}): (a, s.task, seed)
         for s in study.strata
         for a in study.arms
         for seed in s.seeds
     }
     out = []
     for job in sorted(p for p in folder.iterdir() if p.is_dir()):
-        summary = store.read_summary(job)
+        summary = read_summary(job)
         arm, task, seed = jobs.get(job.name, (None, None, None))
         if summary is not None:
             settings = {k: v for k, v in summary.overrides.items() if k != "seed"}
@@ -200,11 +208,11 @@ def _runs(folder: Path, study) -> list[_Run]:
                 arm, seed = None, summary.seed
         elif arm is None and not (job / "config.yaml").exists():
             continue  # not a job folder (figures/, ...)
-        live = summary is None and store.job_locked(job)
+        live = summary is None and job_locked(job)
         if summary is None and not live and not any(job.iterdir()):
             continue  # an empty folder (a stopped launch left it): never started, so missing
         key = None if arm is None else study.arm_key(arm, task)
-        unreadable = summary is None and (job / store.SUMMARY_FILE).exists()
+        unreadable = summary is None and (job / SUMMARY_FILE).exists()
         out.append(_Run(job.name, summary, key, seed, live, unreadable))
     return out
 
@@ -459,8 +467,8 @@ def _deleted(folder: Path) -> list[str]:
     gone = (_git(folder, "ls-files", "--deleted", "--", ".") or "").splitlines()
     gone += (_git(folder, "log", "--diff-filter=D", "--name-only", "--format=", "--", ".")
              or "").splitlines()  # fmt: skip
-    jobs = {Path(p).parent.name for p in gone if Path(p).name == store.SUMMARY_FILE}
-    return sorted(j for j in jobs if not (folder / j / store.SUMMARY_FILE).exists())
+    jobs = {Path(p).parent.name for p in gone if Path(p).name == SUMMARY_FILE}
+    return sorted(j for j in jobs if not (folder / j / SUMMARY_FILE).exists())
 
 
 def _check_accounted(study, runs: list[_Run], folder: Path) -> tuple[Check, list[str]]:

@@ -24,10 +24,8 @@ import hashlib
 import math
 from pathlib import Path
 
-from experiments.jobs.curves import CURVES_FILE, read_curves
-from experiments.jobs.summary import Summary
-from experiments.verdicts.stability import stability_summary
-from experiments.verdicts.stopping import DivergenceRule
+from experiments.jobs import CURVES_FILE, Summary, read_curves
+from experiments.verdicts import DivergenceRule, stability_summary
 
 __all__ = ["EVAL_KEYS", "NO_CURVES", "run_mismatches"]
 

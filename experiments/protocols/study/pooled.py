@@ -30,12 +30,9 @@ from experiments.protocols.study.analysis import (
     declared_family,
     registered_contrast,
 )
-from experiments.report.pool.across import across_table
-from experiments.report.pool.family import FamilySpec
-from experiments.report.pool.family import family_table as _family_table
-from experiments.report.pool.table import Registration
-from experiments.report.runs.normalised import add_normalised
-from experiments.report.runs.results import load_results
+from experiments.report.pool import FamilySpec, Registration, across_table
+from experiments.report.pool import family_table as _family_table
+from experiments.report.runs import add_normalised, load_results
 
 __all__ = [
     "Pooled",

@@ -108,7 +108,7 @@ def equivalence_power(p0: float, p1: float, n: int, *, margin: float, alpha: flo
     Raises:
       ConfigError: a rate outside [0, 1], a margin outside (0, 1), ``n`` < 2.
     """
-    from experiments.report.statistics.equivalence import score_pvalues
+    from experiments.report.statistics import score_pvalues
 
     p0, p1 = _check_rate("p0", p0), _check_rate("p1", p1)
     if not 0.0 < margin < 1.0:

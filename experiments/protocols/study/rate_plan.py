@@ -27,7 +27,7 @@ from experiments.protocols.study.power import (
     seeds_for_power,
 )
 from experiments.protocols.study.value_plan import plan_value
-from experiments.report.runs.results import load_results
+from experiments.report.runs import load_results
 
 __all__ = ["plan_study"]
 

@@ -35,10 +35,10 @@ import yaml
 
 from experiments.base.errors import ConfigError
 from experiments.gradients import VARIANTS
-from experiments.jobs.identity import code_identity, dirty_paths, file_sha256, flat_config
+from experiments.jobs import code_identity, dirty_paths, file_sha256, flat_config
 from experiments.protocols.study.design import VALUE_ENDPOINTS, Arm, Study
 from experiments.protocols.study.power import equivalence_power, fisher_power
-from experiments.report.runs.declared import ENDPOINTS_VERSION
+from experiments.report.runs import ENDPOINTS_VERSION
 
 __all__ = [
     "ENDPOINTS_VERSION",
@@ -103,8 +103,8 @@ def arm_configs(study: Study, config_dir: Path) -> dict[str, dict[str, object]]:
     """Each arm's resolved run config (first seed; seed and runtime left out), flat keys; in a
     study across tasks, each arm's in each task (``TASK: LABEL``)."""
     from experiments.config import register_schema, to_run_config
-    from experiments.jobs.job import MUZERO
-    from experiments.launch.plan import compose
+    from experiments.jobs import MUZERO
+    from experiments.launch import compose
 
     register_schema(MUZERO.muzero_schema)
     out = {}
@@ -442,7 +442,7 @@ def _same_yaml(a: str, b: str) -> bool:
 def _settings(overrides: Sequence[str]) -> dict[str, str]:
     """A job's overrides as ``key -> value`` (the last of a key wins), bookkeeping keys
     (``ablation``, ``logger``, ``runtime``, ``hydra``) left out: they never change a number."""
-    from experiments.jobs.store import is_bookkeeping
+    from experiments.jobs import is_bookkeeping
 
     out = {}
     for item in overrides:

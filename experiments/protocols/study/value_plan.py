@@ -24,7 +24,7 @@ from experiments.base.errors import ConfigError
 from experiments.protocols.calibration.reference import TaskReference, task_references
 from experiments.protocols.study.design import Normalisation, Study
 from experiments.protocols.study.value_power import runs_for_power, welch_pooled_power
-from experiments.report.runs.results import intention_to_treat
+from experiments.report.runs import intention_to_treat
 
 __all__ = ["Prior", "ValuePlan", "plan_value"]
 

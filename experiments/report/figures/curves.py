@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from experiments.jobs.curves import CURVE_KEYS, read_curves
+from experiments.jobs import CURVE_KEYS, read_curves
 
 __all__ = ["run_curves"]
 

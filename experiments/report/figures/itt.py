@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.base.errors import ConfigError
-from experiments.jobs import store
+from experiments.jobs import read_summary
 from experiments.report.runs.results import config_task_id
 
 __all__ = ["itt_matrix", "random_return", "run_random_return"]
@@ -55,7 +55,7 @@ def random_return(
 def run_random_return(job_dir: str | Path, *, explicit: float | None = None) -> float:
     """:func:`random_return` of one job: its task and reward scale from ``summary.json`` (a
     MinAtar job's game, the registry's name, from ``config.yaml``'s ``task.id``)."""
-    summary = store.read_summary(job_dir)
+    summary = read_summary(job_dir)
     task = summary.task if summary else None
     if task == "minatar":
         task = config_task_id(Path(job_dir) / "config.yaml") or task
@@ -67,7 +67,7 @@ def run_random_return(job_dir: str | Path, *, explicit: float | None = None) -> 
 def _registered(task: str | None) -> float:
     hint = "pass random_return= (the task's random-policy episode return)"
     try:
-        from experiments.tasks.registry import task_facts
+        from experiments.tasks import task_facts
     except ImportError:
         raise ConfigError(
             f"no random-policy return known for task '{task}' (no task registry); {hint}"

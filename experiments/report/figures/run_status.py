@@ -40,7 +40,7 @@ from experiments.report.figures.drawing import with_lines
 from experiments.report.figures.layout import Layout, layout_of, panel_grid
 from experiments.report.figures.style import STYLE, figure_legend, fold_label, in_registry_order
 from experiments.report.runs.results import AVERAGED, Results, intention_to_treat
-from experiments.verdicts.outcome import CLASSES
+from experiments.verdicts import CLASSES
 
 __all__ = ["OUTCOME_STYLES", "SEGMENTS", "outcome_counts", "outcome_counts_across", "outcome_table"]
 

@@ -39,9 +39,7 @@ import pandas as pd
 import yaml
 
 from experiments.base.errors import ConfigError, unknown_choice
-from experiments.jobs.identity import config_fingerprint, flat_config
-from experiments.jobs.store import job_name
-from experiments.jobs.summary import Summary
+from experiments.jobs import Summary, config_fingerprint, flat_config, job_name
 
 __all__ = [
     "AVERAGED",

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.base.errors import ConfigError
-from experiments.verdicts.outcome import ENDPOINT_CLASSES, endpoint_value, run_outcome
+from experiments.verdicts import ENDPOINT_CLASSES, endpoint_value, run_outcome
 
 __all__ = [
     "MEANING",
@@ -59,7 +59,7 @@ def declared_threshold(task: object, reward_scale: object) -> float | None:
     if not isinstance(task, str):
         return None
     try:
-        from experiments.tasks.registry import task_facts
+        from experiments.tasks import task_facts
 
         value = task_facts(task).threshold
     except (ImportError, ConfigError):
@@ -76,7 +76,7 @@ def first_reach(
     """The first evaluation step with a return >= ``threshold`` at or before the diverging step,
     from the job's curves (``metrics.jsonl``, else ``curves.csv.gz``, which keeps every
     evaluation); NaN if none; None when the job kept no curves to read it from."""
-    from experiments.jobs.curves import read_curves
+    from experiments.jobs import read_curves
 
     curves = read_curves(Path(job_dir))
     if curves.empty:

@@ -33,8 +33,7 @@ import pandas as pd
 import yaml
 
 from experiments.base.errors import ConfigError
-from experiments.jobs.store import job_name, load_summary, read_metrics
-from experiments.jobs.summary import Summary
+from experiments.jobs import Summary, job_name, load_summary, read_metrics
 from experiments.report.runs.counting import (
     AVERAGED,
     NO_SUMMARY,
@@ -48,7 +47,7 @@ from experiments.report.runs.counting import (
     shared_key,
 )
 from experiments.report.runs.endpoints import add_endpoints
-from experiments.verdicts.stability import STABILITY_KEYS, stability_summary
+from experiments.verdicts import STABILITY_KEYS, stability_summary
 
 __all__ = [
     "AVERAGED",
@@ -320,7 +319,7 @@ def diverged_return(task: str | None, *, override: float | None = None) -> float
     if task is None:
         return None
     try:
-        from experiments.tasks.registry import task_facts
+        from experiments.tasks import task_facts
 
         value = task_facts(task).random_return
     except (ImportError, ConfigError, KeyError, AttributeError):

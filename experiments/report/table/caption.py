@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from experiments.report.runs.endpoints import MEANING
 from experiments.report.statistics.equivalence import equivalence_sentences
 from experiments.report.table.metrics import METRICS
-from experiments.verdicts.stability import COLLAPSE_FRACTION
+from experiments.verdicts import COLLAPSE_FRACTION
 
 if TYPE_CHECKING:
     from experiments.report.table.summarize import Table

@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from experiments.base.errors import ConfigError, unknown_choice
-from experiments.jobs.summary import STATUSES
+from experiments.jobs import STATUSES
 from experiments.report.runs.endpoints import OUTCOME_ENDPOINTS
 from experiments.report.runs.results import AVERAGED, Results, intention_to_treat
 from experiments.report.statistics.competing import competing_times

@@ -75,7 +75,7 @@ def _init(wandb: Any, mode: str, wandb_dir: Path, group: str, config: dict) -> A
 def _open(wandb: Any, mode: str, wandb_dir: Path, group: str, config: dict, warn) -> Any:
     """The run, online when asked and possible, else offline (a warning says why)."""
     if mode == "online":
-        from experiments.jobs.tracking import online_problem
+        from experiments.jobs import online_problem
 
         why = online_problem()
         if why is None:
