@@ -36,7 +36,10 @@ def test_the_widest_family_names_the_instruction_set(flags, isa):
 
 
 def test_cpu_type_reads_model_flags_and_both_holds():
-    env = {"ONEDNN_MAX_CPU_ISA": "AVX2", "XLA_FLAGS": "--xla_cpu_max_isa=SSE4_2 --xla_cpu_max_isa=AVX2"}
+    env = {
+        "ONEDNN_MAX_CPU_ISA": "AVX2",
+        "XLA_FLAGS": "--xla_cpu_max_isa=SSE4_2 --xla_cpu_max_isa=AVX2",
+    }
     cpu = cpu_type(cpuinfo=XEON, environ=env)
     # the last --xla_cpu_max_isa is the one XLA keeps
     assert cpu == CpuType("Intel(R) Xeon(R) Processor", "AVX-512", "AVX2", "AVX2")

@@ -67,9 +67,7 @@ def _xla_hold(xla_flags: str) -> str | None:
     return found[-1] if found else None
 
 
-def cpu_type(
-    *, cpuinfo: str | None = None, environ: Mapping[str, str] | None = None
-) -> CpuType:
+def cpu_type(*, cpuinfo: str | None = None, environ: Mapping[str, str] | None = None) -> CpuType:
     """This machine's CPU type and the holds in force (``cpuinfo``, ``environ``: for tests)."""
     if cpuinfo is None:
         try:
