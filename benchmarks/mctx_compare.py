@@ -45,13 +45,15 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import os
 from typing import Any
 
 import numpy as np
 
 from experiments.base import process
+from experiments.base.cpu import describe
 
-__all__ = ["Comparison", "Settings", "catch_settings", "compare", "main"]
+__all__ = ["Comparison", "Settings", "catch_settings", "compare", "hold_cores", "main"]
 
 DIFFERENCES = (
     "value score: gradlab q_form={q_form} (tree-wide min-max) vs mctx "
@@ -374,6 +376,7 @@ def report(result: Comparison) -> str:
     lines = [
         f"gradlab compiled search (TensorFlow {tf.__version__}) vs mctx {mctx.__version__} "
         f"muzero_policy (JAX {jax.__version__}), {process.cores()} cores",
+        f"CPU: {describe()}",
         "same on both sides:",
         f"  B={s.batch_size} trees x {s.num_simulations} simulations, {s.num_actions} actions, "
         f"random Catch boards of {s.observation_size}",
@@ -388,11 +391,30 @@ def report(result: Comparison) -> str:
         *(f"  {d.format(q_form=s.q_form)}" for d in DIFFERENCES),
         f"rounds: {rounds} (alternating; one warm-up call each, compilation excluded)",
     ]
+    pairs = [g / m for g, m in zip(result.rates["gradlab"], result.rates["mctx"], strict=True)]
+    low, high = min(pairs), max(pairs)
     for name in ("gradlab", "mctx"):
         per_round = ", ".join(f"{rate:,.0f}" for rate in result.rates[name])
         lines.append(f"{name:>8}: {result.median[name]:>12,.0f} simulations/s  [{per_round}]")
-    lines.append(f"gradlab / mctx: {result.ratio:.2f}")
+    lines.append(
+        f"gradlab / mctx: {result.ratio:.2f} (rounds' ratios {low:.2f}-{high:.2f}; "
+        f"{describe()}, {process.cores()} cores)"
+    )
     return "\n".join(lines)
+
+
+def hold_cores(count: int) -> None:
+    """Pins this process (both searches) to its first ``count`` cores and gives TensorFlow as
+    many threads; call it before either library starts.
+
+    Raises:
+      SystemExit: ``count`` outside 1 .. this process's cores (one line, exit 2).
+    """
+    allowed = sorted(os.sched_getaffinity(0))
+    if not 1 <= count <= len(allowed):
+        raise SystemExit(f"error: --cores {count}: choose 1 to {len(allowed)}")
+    os.sched_setaffinity(0, allowed[:count])
+    process.limit_threads(count)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -404,7 +426,16 @@ def main(argv: list[str] | None = None) -> None:
         "--dirichlet-fraction", type=float, default=None, help="0: no root noise on either side"
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--cores",
+        type=int,
+        default=None,
+        help="run on this many cores (this process's first ones), TensorFlow with as many threads:"
+        " 1 is how each job of a 2-job sweep runs; default: all cores, TensorFlow's default",
+    )
     args = parser.parse_args(argv)
+    if args.cores is not None:
+        hold_cores(args.cores)
     process.quiet_tensorflow()
     settings = catch_settings(
         batch_size=args.batch,

@@ -31,6 +31,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from experiments.base.cpu import describe
+
 HERE = Path(__file__).resolve().parents[1]
 WARM_FRAMES = 9000
 """Each arm's untimed first run: past the first evaluation (8000 frames in both presets), so every
@@ -127,7 +129,11 @@ def main(argv: list[str] | None = None) -> None:
             "frames/s steady"
         )
     for key, what in (("frames_per_s", "whole run"), ("steady_frames_per_s", "steady")):
-        print(f"now / before, {what}: {median('now', key) / median('before', key):.2f}x frames/s")
+        pairs = [n[key] / b[key] for n, b in zip(results["now"], results["before"], strict=True)]
+        print(
+            f"now / before, {what}: {median('now', key) / median('before', key):.2f}x frames/s "
+            f"(rounds {min(pairs):.2f}-{max(pairs):.2f}; CPU: {describe()})"
+        )
     print(json.dumps(results))
 
 

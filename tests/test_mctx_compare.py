@@ -56,6 +56,17 @@ def test_rates_are_positive_and_ratio_is_their_quotient(result, mctx_compare):
     assert result.ratio == pytest.approx(result.median["gradlab"] / result.median["mctx"])
     text = mctx_compare.report(result)
     assert "gradlab / mctx" in text and "simulations/s" in text
+    # the CPU type beside the ratio, and the range of the rounds' ratios (one round: one value)
+    from experiments.base.cpu import describe
+
+    single = result.rates["gradlab"][0] / result.rates["mctx"][0]
+    assert f"gradlab / mctx: {result.ratio:.2f} (rounds' ratios {single:.2f}-{single:.2f}; " in text
+    assert f"CPU: {describe()}" in text
+
+
+def test_cores_out_of_range_is_one_line(mctx_compare):
+    with pytest.raises(SystemExit, match=r"--cores 0: choose 1 to \d+"):
+        mctx_compare.hold_cores(0)
 
 
 def test_rounds_must_be_positive(mctx_compare):

@@ -25,6 +25,7 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from experiments.base.cpu import describe
 from experiments.base.process import cores
 from experiments.bench.measures import BenchReport, BenchSettings, Rate, Ratio, Timing
 
@@ -107,7 +108,7 @@ def run_bench(
     times = timings(s, run)
     ratios = [_ratio(rates, *spec) for spec in RATIOS]
     devices = tf.config.list_physical_devices("GPU")
-    device = devices[0].name if devices else f"CPU ({cores()} cores)"
+    device = devices[0].name if devices else f"CPU: {describe()}, {cores()} cores"
     return BenchReport(s, rates, ratios, times, device, train.flops, minatar_sizes)
 
 
