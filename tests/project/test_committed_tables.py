@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 _SPEC = importlib.util.spec_from_file_location("doc_tables", ROOT / "docs" / "doc_tables.py")
 doc_tables = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(doc_tables)

@@ -10,7 +10,7 @@ the other to be read), to a module of these packages: ``from pkg import name`` g
 in is not an edge of its own (every submodule would otherwise "import" its package's
 ``__init__``, which re-exports it).
 
-``python tests/test_import_graph.py`` prints the figures docs/architecture.md quotes (modules,
+``python tests/project/test_import_graph.py`` prints the figures docs/architecture.md quotes (modules,
 edges, cycles); :func:`test_the_documented_figures_are_the_graphs` holds them equal.
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("experiments", "cli", "gradlab", "hydra_plugins", "benchmarks")
 
 
