@@ -55,7 +55,7 @@ EXPECTED = {
 
 
 def test_expectations_cover_every_built_in_variant():
-    # an installed plug-in's variant is tested by its own package (tests/test_plugins.py: the
+    # an installed plug-in's variant is tested by its own package (tests/base/test_plugins.py: the
     # example's), not by these hand-computed expectations
     assert set(EXPECTED) == set(G.VARIANTS.builtins)
 

@@ -25,7 +25,7 @@ from experiments.base.plugins import Plugin
 from experiments.config import variants as variant_config
 from experiments.gradients import VARIANTS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "plugin_variant"
 EXAMPLE_PACKAGE = EXAMPLE / "norm_scale_gradient"
 EXAMPLE_DIST = "gradlab-norm-scale-gradient"
