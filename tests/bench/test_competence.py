@@ -12,7 +12,7 @@ from conftest import benchmark_script
 from experiments.tasks.published import PUBLISHED
 from experiments.tasks.registry import task_facts
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CANDIDATE = ROOT / "results" / "findings" / "minatar_preset" / "candidate" / "learning"
 
 
