@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from cli.main import app
 
-FINDINGS = Path(__file__).resolve().parents[1] / "results" / "findings"
+FINDINGS = Path(__file__).resolve().parents[2] / "results" / "findings"
 STUDY = FINDINGS / "study_catch_stress"
 
 pytestmark = pytest.mark.skipif(not STUDY.is_dir(), reason="no committed study here")
