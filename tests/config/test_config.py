@@ -210,7 +210,7 @@ def test_a_study_registered_with_the_seed_axis_key_still_runs_as_registered():
     # muzero.seed_axis: false. The retired key keeps it, so the arms compare equal key for key
     # (a key gone would read "no longer runs as registered") and a run's config hash is kept.
     study = load_study("minatar_return", CONF_DIR)
-    results = Path(__file__).resolve().parents[1] / "results" / "findings"
+    results = Path(__file__).resolve().parents[2] / "results" / "findings"
     record = read_record(study, results)
     assert all(c["muzero.seed_axis"] is False for c in record["arm_configs"].values())
     check(study, config_dir=CONF_DIR, results_dir=results)  # raises on any difference
