@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 import gradlab
 from cli.main import app
 
-FINDINGS = Path(__file__).resolve().parents[1] / "results" / "findings"
+FINDINGS = Path(__file__).resolve().parents[2] / "results" / "findings"
 MAIN = FINDINGS / "hidden_scale"
 
 pytestmark = pytest.mark.skipif(not MAIN.is_dir(), reason="no committed runs here")

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 import gradlab
 from cli.main import app
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "examples" / "notebook.ipynb"
 MAIN = ROOT / "results" / "findings" / "hidden_scale"
 
