@@ -151,7 +151,7 @@ def test_a_finished_run_s_w_and_b_summary_carries_its_outcome(tmp_path, monkeypa
     # a Space Invaders run of Study 4 that reached its threshold (8.1248) at step 8500, then
     # ended below it: lost, not diverged; its summary as the job wrote it
     monkeypatch.delenv("WANDB_MODE", raising=False)
-    findings = Path(__file__).resolve().parents[1] / "results" / "findings"
+    findings = Path(__file__).resolve().parents[2] / "results" / "findings"
     job = findings / "study_faithful_space_invaders"
     source = job / "regime=tuned__task=space_invaders__variant=none__seed=4311" / "summary.json"
     if not source.is_file():

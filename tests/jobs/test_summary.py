@@ -11,7 +11,7 @@ from experiments.base.errors import ConfigError
 from experiments.jobs import store
 from experiments.jobs.summary import SCHEMA, Summary
 
-COMMITTED = Path(__file__).resolve().parents[1] / "results" / "findings"
+COMMITTED = Path(__file__).resolve().parents[2] / "results" / "findings"
 
 
 def test_round_trip_writes_the_schema_first_and_reads_back_equal(tmp_path):

@@ -136,7 +136,7 @@ def test_curves_are_written_with_the_umasks_mode(tmp_path, umask, mode):
 
 
 COMMITTED = sorted(
-    Path(__file__).resolve().parents[1].glob("results/findings/hidden_scale/*/curves.csv.gz")
+    Path(__file__).resolve().parents[2].glob("results/findings/hidden_scale/*/curves.csv.gz")
 )
 
 
