@@ -3,7 +3,7 @@
 The private API is made to fail as a TensorFlow or Hydra upgrade would make it fail: the attribute
 deleted (``monkeypatch.delattr``), or a stand-in that raises what a moved module or a changed
 signature raises. The private paths themselves are tested in tests/test_compiled_call.py,
-tests/test_plan.py and tests/test_planned_sweeper.py.
+tests/launch/test_plan.py and tests/launch/test_planned_sweeper.py.
 """
 
 from __future__ import annotations

@@ -228,7 +228,7 @@ def test_launcher_overrides_by_hand(tmp_path):
         for v in ("a", "b")
         for s in (0, 1)
     ]
-    # 2 configurations x 2 seeds on 2 workers: deals of 2 (tests/test_dealing.py: 2.5 < 3)
+    # 2 configurations x 2 seeds on 2 workers: deals of 2 (tests/launch/test_dealing.py: 2.5 < 3)
     assert launch_overrides(["x=1"], [], planned=jobs, parallel=2, jobs="auto", force=False) == [
         "x=1", "runtime.progress=false", "runtime.threads=1", "hydra/launcher=joblib",
         "hydra.launcher.n_jobs=2", "hydra.launcher.batch_size=2",
