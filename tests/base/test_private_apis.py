@@ -2,7 +2,7 @@
 
 The private API is made to fail as a TensorFlow or Hydra upgrade would make it fail: the attribute
 deleted (``monkeypatch.delattr``), or a stand-in that raises what a moved module or a changed
-signature raises. The private paths themselves are tested in tests/test_compiled_call.py,
+signature raises. The private paths themselves are tested in tests/muzero/test_compiled_call.py,
 tests/launch/test_plan.py and tests/launch/test_planned_sweeper.py.
 """
 

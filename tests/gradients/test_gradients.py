@@ -48,7 +48,7 @@ EXPECTED = {
     "global_clipnorm": (X, UP),
     "maxnorm": (_np_maxnorm(X, 2.0), _np_grad(lambda x: _np_maxnorm(x, 2.0), X, UP)),
     "maxnorm_kernel": (X, UP),  # acts on the dynamics kernels, not the hidden state
-    "lr_scale": (X, UP),  # acts on the learning rate (tests/test_learner.py)
+    "lr_scale": (X, UP),  # acts on the learning rate (tests/muzero/test_learner.py)
     "dynamics_lr_scale": (X, UP),
     "depth_loss_scale": (X, UP),  # acts on the loss weights (the unroll test below)
 }

@@ -30,7 +30,7 @@ from experiments.muzero.reference_search import (
 # ``(score, action, child)`` tuples (ties to the highest index) for "pseudocode"; for
 # "normalized" the rule of experiments/muzero/qtransforms.py (lowest index; at the root's first
 # selection, with 0 visits and all scores 0, the highest prior), where muzero-general takes a
-# random one. tests/test_search_pseudocode.py checks the "pseudocode" form against the
+# random one. tests/muzero/test_search_pseudocode.py checks the "pseudocode" form against the
 # pseudocode itself, transcribed whole (tests/_pseudocode.py).
 
 

@@ -48,7 +48,7 @@ def _greedy(search: CompiledSearch, observations: np.ndarray, *, noise=None, fra
 
 
 # ---------------------------------------------------------------------------------------------
-# Hand numbers (the same as tests/test_search.py's).
+# Hand numbers (the same as tests/muzero/test_search.py's).
 
 
 @pytest.mark.parametrize(
@@ -85,7 +85,7 @@ def test_chain_root_value_closed_form(sims):
 
 @pytest.mark.parametrize(("q_form", "jit_compile"), [(f, j) for f in FORMS for j in (True, False)])
 def test_equals_the_numpy_search_on_the_random_fixed_models(q_form, jit_compile):
-    """Visit for visit, with root noise, on 8 random models of tests/test_search.py.
+    """Visit for visit, with root noise, on 8 random models of tests/muzero/test_search.py.
 
     Rewards depend on the step (0.1 per dynamics call along the path): equal values need the
     compiled search to hand the model the same steps as the NumPy search.
