@@ -38,7 +38,7 @@ from experiments.protocols.calibration.record import (
 )
 from experiments.tasks.registry import task_facts
 
-CONF = pathlib.Path(__file__).resolve().parents[1] / "conf"
+CONF = pathlib.Path(__file__).resolve().parents[2] / "conf"
 
 STANDIN_LADDER = """\
 rungs:

@@ -16,7 +16,7 @@ from experiments.launch.hydra_app import CONF_DIR
 from experiments.protocols.study.audit import audit
 from experiments.protocols.study.figures import run_mismatches
 
-FINDINGS = Path(__file__).resolve().parents[1] / "results" / "findings"
+FINDINGS = Path(__file__).resolve().parents[2] / "results" / "findings"
 STUDY = FINDINGS / "study_catch_stress"
 
 pytestmark = pytest.mark.skipif(not STUDY.is_dir(), reason="no committed study here")

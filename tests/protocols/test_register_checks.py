@@ -12,7 +12,7 @@ from experiments.base.errors import ConfigError
 from experiments.protocols.study.design import load_study
 from experiments.protocols.study.record import RECORD, register
 
-CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
+CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 
 
 def _edit(conf: Path, old: str, new: str) -> None:
@@ -73,7 +73,7 @@ def test_seeds_another_study_registered_are_refused(conf, tmp_path):
 def test_the_committed_findings_used_study_1s_seeds(conf):
     """Against the repository's own results, Study 1's seeds are taken: registering it again
     (a replay) is refused."""
-    results = Path(__file__).resolve().parents[1] / "results" / "findings"
+    results = Path(__file__).resolve().parents[2] / "results" / "findings"
     _edit(conf, "ablation: study_catch_stress", "ablation: study_catch_replay")
     with pytest.raises(ConfigError, match="seed 10[0-6][0-9] of study 'catch_stress' was used"):
         register(load_study("catch_stress", conf), config_dir=conf, results_dir=results)

@@ -25,8 +25,8 @@ from experiments.jobs.summary import Summary
 from experiments.protocols.calibration.calibrate import prepare, run_calibration
 from experiments.protocols.calibration.record import CalibrationRecord
 
-GOLDEN = pathlib.Path(__file__).parent / "data" / "calibration"
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+GOLDEN = pathlib.Path(__file__).resolve().parents[1] / "data" / "calibration"
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 LADDER = """\
 rungs:

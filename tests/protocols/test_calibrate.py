@@ -37,7 +37,7 @@ from experiments.protocols.calibration.record import (
 )
 from experiments.protocols.seeds import check_disjoint, parse_seeds, preset_seeds
 
-CONF = pathlib.Path(__file__).resolve().parents[1] / "conf"
+CONF = pathlib.Path(__file__).resolve().parents[2] / "conf"
 
 STANDIN_LADDER = """\
 # a stand-in ladder: the first rung changes nothing that matters, the second goes NaN at step 2
@@ -270,7 +270,7 @@ def test_committed_calibrations_give_the_studies_clip_thresholds(
 ):
     # a rung's runs: the folder's (one rung), or those of one learning rate (a ladder's rung);
     # both rules' medians recomputed by hand from the summaries, to 6 significant figures
-    root = pathlib.Path(__file__).resolve().parents[1] / folder
+    root = pathlib.Path(__file__).resolve().parents[2] / folder
     found = sorted(p for p in root.glob(jobs) if (p / "summary.json").exists())
     counts = count_rung([store.read_summary(j) for j in found], has_threshold=True)
     assert (counts.runs, counts.unstable) == (10, unstable)

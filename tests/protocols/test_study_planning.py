@@ -13,7 +13,7 @@ from experiments.base.errors import ConfigError
 from experiments.protocols.study.design import Planning, load_study, study_names
 from experiments.protocols.study.record import _design
 
-CONF = pathlib.Path(__file__).resolve().parents[1] / "conf"
+CONF = pathlib.Path(__file__).resolve().parents[2] / "conf"
 
 
 @pytest.mark.parametrize("name", study_names(CONF))

@@ -12,7 +12,7 @@ from cli.main import app
 from experiments.protocols.calibration.reference import task_references
 from experiments.report.runs.results import load_results
 
-FINDINGS = Path(__file__).resolve().parents[1] / "results" / "findings"
+FINDINGS = Path(__file__).resolve().parents[2] / "results" / "findings"
 BREAKOUT = FINDINGS / "breakout" / "study3_tuned"
 SPACE = FINDINGS / "space_invaders" / "study3_tuned"
 

@@ -25,7 +25,7 @@ from experiments.protocols.study.audit import audit
 from experiments.protocols.study.design import load_study
 from experiments.protocols.study.record import RECORD, check, register
 
-FINDINGS = Path(__file__).resolve().parents[1] / "results" / "findings"
+FINDINGS = Path(__file__).resolve().parents[2] / "results" / "findings"
 
 
 def _pins_code(folder: Path) -> bool:
@@ -57,7 +57,7 @@ def _copy(name: str, root: Path, *, runs: int | None = None) -> Path:
 
 def _beyond_accounted(result) -> list:
     """The breaches other than ``accounted``: a partial copy's missing runs are that check's
-    (tests/test_audit_bound.py), not what these tests are about."""
+    (tests/protocols/test_audit_bound.py), not what these tests are about."""
     return [c for c in result.breaches if c.name != "accounted"]
 
 
