@@ -44,7 +44,7 @@ from experiments.report.statistics.competing import (
     incidence_difference,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CASES = pd.read_csv(ROOT / "tests/data/competing_cases.csv")
 
 # cmprsk 2.2.11, cuminc(time, cause, group, cencode = 0)$Tests["1", c("stat", "pv", "df")]

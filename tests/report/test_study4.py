@@ -19,7 +19,7 @@ from scipy import stats
 from experiments.report.pool.across import across_table
 from experiments.report.runs.results import load_results
 
-FINDINGS = Path(__file__).resolve().parents[1] / "results" / "findings"
+FINDINGS = Path(__file__).resolve().parents[2] / "results" / "findings"
 TASKS = ("catch", "cartpole", "breakout", "space_invaders")
 ARMS = ("none", "scale_gradient")
 # the committed counts of failed runs (of 47) per task, README and docs/studies.md

@@ -31,7 +31,7 @@ from experiments.protocols.study.pooled import registrations
 from experiments.report.pool.across import across_table
 from experiments.report.runs.results import load_results
 
-FINDINGS = Path(__file__).resolve().parents[1] / "results" / "findings"
+FINDINGS = Path(__file__).resolve().parents[2] / "results" / "findings"
 NONE0 = "regime=stress__variant=none__seed=0"
 NONE1 = "regime=stress__variant=none__seed=1"
 

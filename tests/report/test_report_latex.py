@@ -18,7 +18,7 @@ from experiments.report.runs.results import load_results
 from experiments.report.table.render import render
 from experiments.report.table.summarize import summarize
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FINDINGS = ROOT / "results" / "findings"
 
 

@@ -18,7 +18,7 @@ from cli.main import app
 from experiments.base.errors import ConfigError
 from experiments.report.export import score_matrix
 
-FINDINGS = Path(__file__).resolve().parents[1] / "results" / "findings"
+FINDINGS = Path(__file__).resolve().parents[2] / "results" / "findings"
 MAIN = FINDINGS / "hidden_scale"
 STUDY4 = {t: FINDINGS / f"study_faithful_{t}" for t in ("catch", "cartpole", "breakout",
                                                           "space_invaders")}  # fmt: skip

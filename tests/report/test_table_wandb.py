@@ -18,7 +18,7 @@ from cli.main import app
 from experiments.base.errors import ConfigError
 from experiments.report.table.to_wandb import wandb_mode
 
-MAIN = Path(__file__).resolve().parents[1] / "results" / "findings" / "hidden_scale"
+MAIN = Path(__file__).resolve().parents[2] / "results" / "findings" / "hidden_scale"
 committed = pytest.mark.skipif(not MAIN.is_dir(), reason="no committed runs here")
 METRICS = "unstable,final_return"
 
