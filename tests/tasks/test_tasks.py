@@ -1,5 +1,5 @@
 """Tests of the tasks: Catch dynamics by hand, the gymnasium adapter, the task config, reward
-scaling (MinAtar has its own file, tests/test_minatar.py)."""
+scaling (MinAtar has its own file, tests/tasks/test_minatar.py)."""
 
 import math
 

@@ -20,7 +20,7 @@ from experiments.muzero.config import MuZeroConfig
 from experiments.tasks import TaskConfig, facts_for, make_env, task_facts, task_names
 from experiments.tasks.registry import registered_name
 
-CONF = pathlib.Path(__file__).resolve().parents[1] / "conf"
+CONF = pathlib.Path(__file__).resolve().parents[2] / "conf"
 NAMES = task_names()
 
 

@@ -21,7 +21,7 @@ from experiments.tasks import (
     minatar_adapter,
 )
 
-CONF = pathlib.Path(__file__).resolve().parents[1] / "conf"
+CONF = pathlib.Path(__file__).resolve().parents[2] / "conf"
 # game -> (channels, minimal action set as indices into MinAtar's ['n','l','u','r','d','f'])
 GAMES = {
     "asterix": (4, [0, 1, 2, 3, 4]),
