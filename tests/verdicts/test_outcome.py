@@ -15,7 +15,7 @@ from experiments.tasks.registry import MINATAR_THRESHOLD_MULTIPLE, task_facts
 from experiments.verdicts.outcome import CLASSES, ENDPOINT_CLASSES, endpoint_value, run_outcome
 from experiments.verdicts.stability import stability_summary
 
-FINDINGS = Path(__file__).resolve().parents[1] / "results" / "findings"
+FINDINGS = Path(__file__).resolve().parents[2] / "results" / "findings"
 
 
 def _curve(returns, *, every=100, diverge_at=None):
