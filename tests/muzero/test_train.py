@@ -150,8 +150,8 @@ def test_bad_config_is_rejected(kwargs, match):
 
 
 def test_short_catch_run_beats_random():
-    # The random policy's return on catch is about -0.6 (tests/tasks/test_tasks.py); with the default
-    # settings seed 0 passes -0.2 at about step 1300 (the hidden_scale sweep's seed-0 run).
+    # The random policy's return on catch is about -0.6 (tests/tasks/test_tasks.py); with the
+    # default settings seed 0 passes -0.2 at about step 1300 (the hidden_scale sweep's seed-0 run).
     config = dataclasses.replace(MuZeroConfig(), training_steps=SHORT_STEPS, eval_every=250)
     rows = _rows(config, seed=0)
     evals = [row["eval/return"] for row in rows if "eval/return" in row]

@@ -10,8 +10,8 @@ the other to be read), to a module of these packages: ``from pkg import name`` g
 in is not an edge of its own (every submodule would otherwise "import" its package's
 ``__init__``, which re-exports it).
 
-``python tests/project/test_import_graph.py`` prints the figures docs/architecture.md quotes (modules,
-edges, cycles); :func:`test_the_documented_figures_are_the_graphs` holds them equal.
+``python tests/project/test_import_graph.py`` prints the figures docs/architecture.md quotes
+(modules, edges, cycles); :func:`test_the_documented_figures_are_the_graphs` holds them equal.
 """
 
 from __future__ import annotations
