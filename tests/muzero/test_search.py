@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 
+import _pseudocode
 import numpy as np
 import pytest
+from _pseudocode import MinMaxStats, Node
 from _search_models import chain as _chain
 from _search_models import random_model as _random_model
 from _search_models import two_armed as _two_armed
@@ -22,70 +24,28 @@ from experiments.muzero.reference_search import (
 )
 
 # ---------------------------------------------------------------------------------------------
-# The two sources transcribed line by line for one tree: the published pseudocode (Schrittwieser
-# et al. 2020, arXiv:1911.08265 ancillary pseudocode.py, revised version: ``Node``,
-# ``MinMaxStats``, ``ucb_score``, ``backpropagate``) and werner-duvaud/muzero-general's
-# ``self_play.py`` (``MCTS.ucb_score``, ``MCTS.backpropagate``, one player). Both sources share
-# ``Node`` and ``MinMaxStats``. ``select_child`` is each form's: the pseudocode's ``max`` over
+# The two sources for one tree: the published pseudocode (Schrittwieser et al. 2020,
+# arXiv:1911.08265 ancillary pseudocode.py, revised version), its ``Node``, ``MinMaxStats``,
+# ``ucb_score`` and ``backpropagate`` taken unchanged from its transcription in
+# tests/_pseudocode.py, and werner-duvaud/muzero-general's ``self_play.py`` (``MCTS.ucb_score``,
+# ``MCTS.backpropagate``, one player) transcribed below. Both sources share ``Node`` and
+# ``MinMaxStats``. What differs per form: the value term of the score and what MinMax sees
+# (muzero-general's two functions), and ``select_child``: the pseudocode's ``max`` over
 # ``(score, action, child)`` tuples (ties to the highest index) for "pseudocode"; for
 # "normalized" the rule of experiments/muzero/qtransforms.py (lowest index; at the root's first
 # selection, with 0 visits and all scores 0, the highest prior), where muzero-general takes a
 # random one. tests/muzero/test_search_pseudocode.py checks the "pseudocode" form against the
-# pseudocode itself, transcribed whole (tests/_pseudocode.py).
-
-
-class _Node:
-    def __init__(self, prior: float):
-        self.visit_count = 0
-        self.prior = prior
-        self.value_sum = 0
-        self.children: dict[int, _Node] = {}
-        self.hidden_state = None
-        self.reward = 0
-
-    def expanded(self) -> bool:
-        return len(self.children) > 0
-
-    def value(self) -> float:
-        if self.visit_count == 0:
-            return 0
-        return self.value_sum / self.visit_count
-
-
-class _MinMaxStats:
-    def __init__(self):
-        self.maximum = -float("inf")
-        self.minimum = float("inf")
-
-    def update(self, value: float) -> None:
-        self.maximum = max(self.maximum, value)
-        self.minimum = min(self.minimum, value)
-
-    def normalize(self, value: float) -> float:
-        if self.maximum > self.minimum:
-            return (value - self.minimum) / (self.maximum - self.minimum)
-        return value
+# pseudocode's whole ``run_mcts``.
 
 
 def _ucb_score_pseudocode(parent, child, min_max_stats, discount, pb_c_base, pb_c_init):
-    pb_c = math.log((parent.visit_count + pb_c_base + 1) / pb_c_base) + pb_c_init
-    pb_c *= math.sqrt(parent.visit_count) / (child.visit_count + 1)
-
-    prior_score = pb_c * child.prior
-    if child.visit_count > 0:
-        value_score = child.reward + discount * min_max_stats.normalize(child.value())
-    else:
-        value_score = 0
-    return prior_score + value_score
+    config = _pseudocode.Config(0, discount, pb_c_base, pb_c_init)
+    return _pseudocode.ucb_score(config, parent, child, min_max_stats)
 
 
 def _backpropagate_pseudocode(search_path, value, discount, min_max_stats):
-    for node in reversed(search_path):
-        node.value_sum += value
-        node.visit_count += 1
-        min_max_stats.update(node.value())
-
-        value = node.reward + discount * value
+    # one player: every node's to_play is PLAYER (_expand_node), so no value changes sign
+    _pseudocode.backpropagate(search_path, value, _pseudocode.PLAYER, discount, min_max_stats)
 
 
 def _ucb_score_normalized(parent, child, min_max_stats, discount, pb_c_base, pb_c_init):
@@ -137,14 +97,15 @@ _SOURCES = {
 }
 
 
-def _expand_node(node: _Node, hidden_state, reward: float, policy_logits) -> None:
+def _expand_node(node: Node, hidden_state, reward: float, policy_logits) -> None:
+    node.to_play = _pseudocode.PLAYER
     node.hidden_state = hidden_state
     node.reward = reward
     top = max(policy_logits)  # max-shifted, as the module's softmax
     policy = {a: math.exp(logit - top) for a, logit in enumerate(policy_logits)}
     policy_sum = sum(policy.values())
     for action, p in policy.items():
-        node.children[action] = _Node(p / policy_sum)
+        node.children[action] = Node(p / policy_sum)
 
 
 def _reference(
@@ -153,12 +114,12 @@ def _reference(
 ):  # fmt: skip
     """``run_mcts`` for one root; returns (visit counts [A], root value, q [A], leaf steps)."""
     ucb_score, backpropagate, select_child = _SOURCES[q_form]
-    root = _Node(0)
+    root = Node(0)
     _expand_node(root, hidden, 0.0, list(logits))
     if noise is not None:  # add_exploration_noise, with the caller's draw
         for a, n in zip(root.children, noise, strict=True):
             root.children[a].prior = root.children[a].prior * (1 - fraction) + n * fraction
-    min_max_stats = _MinMaxStats()
+    min_max_stats = MinMaxStats()
     steps = []
     for _ in range(num_simulations):
         node = root
