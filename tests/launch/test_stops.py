@@ -56,7 +56,8 @@ COUNTED = dataclasses.replace(standin.JOB, name="counted", train=train_counted, 
 
 def _env(runs: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WANDB_", "TF_NUM"))}
-    path = os.pathsep.join(p for p in (str(standin.PATH.parent), env.get("PYTHONPATH")) if p)
+    here = str(Path(__file__).resolve().parent)  # the sweep's processes import this module
+    path = os.pathsep.join(p for p in (here, str(standin.PATH.parent), env.get("PYTHONPATH")) if p)
     env.update({"PYTHONPATH": path, "TF_CPP_MIN_LOG_LEVEL": "3", RUNS_ENV: str(runs)})
     return env
 
