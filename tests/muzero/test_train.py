@@ -1,6 +1,7 @@
 """End-to-end tests of train(): metric keys, seeding, the composed config, and that it learns."""
 
 import dataclasses
+import functools
 import os
 import subprocess
 import sys
@@ -41,8 +42,15 @@ def _rows(config, seed=0, variant="scale_gradient", placement="pseudocode"):
     )
 
 
+@functools.cache
+def _tiny_rows(seed: int) -> list:
+    """``_rows(TINY, seed)`` run once for this module: the keys test reads seed 3's rows, and the
+    seeding test compares them with a second run of seed 3 of its own (read, never changed)."""
+    return _rows(TINY, seed=seed)
+
+
 def test_metric_keys_exactly_as_in_the_interface():
-    rows = _rows(TINY)
+    rows = _tiny_rows(3)
     assert [row["step"] for row in rows] == [1.0, 2.0, 3.0]
     always = {
         "step", "loss/total", "loss/value", "loss/reward", "loss/policy", "loss/l2",
@@ -61,7 +69,7 @@ def test_metric_keys_exactly_as_in_the_interface():
 
 
 def test_same_seed_same_run_and_early_stop_is_fine():
-    a, b = _rows(TINY, seed=3), _rows(TINY, seed=3)
+    a, b = _tiny_rows(3), _rows(TINY, seed=3)  # b: a run of its own
     for x, y in zip(a, b, strict=True):
         assert x["loss/total"] == y["loss/total"]
         assert x.get("eval/return") == y.get("eval/return")
@@ -158,27 +166,28 @@ def test_short_catch_run_beats_random():
     assert np.mean(evals[-2:]) > -0.2, evals
 
 
+def _ahead_config(interval: int) -> MuZeroConfig:
+    return dataclasses.replace(
+        TINY, training_steps=13, selfplay_interval=interval, eval_every=5, jit_compile=True
+    )
+
+
+@functools.cache
+def _ahead_rows(interval: int, overlap: bool) -> list:
+    """The rows (clock readings left out) of a run of :func:`_ahead_config`, run once for this
+    module: the overlap run of interval 1 is also the reference of the run without the private
+    call (each is an XLA compile, seconds)."""
+    rows = train(_ahead_config(interval), TaskConfig(), make_variant("none"),
+                 get_placement("pseudocode"), seed=5, overlap=overlap)  # fmt: skip
+    return _without_time(rows)
+
+
 @pytest.mark.parametrize("interval", [1, 4])
 def test_batches_prepared_ahead_change_no_number(interval):
     """train(overlap=True) samples the next batch on a worker thread while a step trains and
     evaluates on a copy of the weights on another: the rows are the same bit for bit, keys in
     the same order (selfplay_interval 4: three of four batches prepared ahead)."""
-    config = dataclasses.replace(
-        TINY, training_steps=13, selfplay_interval=interval, eval_every=5, jit_compile=True
-    )
-    runs = [
-        _without_time(
-            train(
-                config,
-                TaskConfig(),
-                make_variant("none"),
-                get_placement("pseudocode"),
-                seed=5,
-                overlap=overlap,
-            )  # fmt: skip
-        )
-        for overlap in (False, True)
-    ]
+    runs = [_ahead_rows(interval, overlap) for overlap in (False, True)]
     assert len(runs[0]) == 13
     assert runs[0] == runs[1]
     assert [list(row) for row in runs[0]] == [list(row) for row in runs[1]]
@@ -221,16 +230,12 @@ def test_without_the_private_call_evaluations_run_in_line_same_rows(monkeypatch)
     from experiments.muzero.runtime import compiled_call
 
     assert compiled_call.captures_available()  # TensorFlow 2.21 has it
-    config = dataclasses.replace(TINY, training_steps=6, eval_every=3, jit_compile=True)
-
-    def run():
-        rows = train(config, TaskConfig(), make_variant("none"), get_placement("pseudocode"),
-                     seed=5, overlap=True)  # fmt: skip
-        return _without_time(rows)
-
-    with_private = run()
+    with_private = _ahead_rows(1, True)  # before the patch (run here if not yet)
+    assert sum("eval/return" in row for row in with_private) == 3
     monkeypatch.setattr(compiled_call, "captures_available", lambda: False)
     with pytest.warns(PrivateAPIWarning, match="evaluations in line with training") as caught:
-        without = run()
+        rows = train(_ahead_config(1), TaskConfig(), make_variant("none"),
+                     get_placement("pseudocode"), seed=5, overlap=True)  # fmt: skip
+        without = _without_time(rows)
     assert len([w for w in caught if w.category is PrivateAPIWarning]) == 1
     assert without == with_private
