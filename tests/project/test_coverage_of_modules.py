@@ -29,7 +29,6 @@ THROUGH: dict[str, tuple[str, str]] = {
     # the command line: each command module is reached through cli.main's app (CliRunner)
     "cli.__main__": ("tests/cli/test_outputs_refuse_inputs.py", "python -m cli --help"),
     "cli._live": ("tests/cli/test_cli_explain.py", "gradlab explain's (and bench's) start"),
-    "cli._output": ("tests/cli/test_cli_report.py", "where gradlab table writes: format, --out"),
     "cli.explain": ("tests/cli/test_cli_explain.py", "gradlab explain through CliRunner"),
     "cli.export": ("tests/report/test_export.py", "gradlab export through CliRunner"),
     "cli.jobs": (_CLI, "gradlab run, sweep and list through CliRunner"),
@@ -51,8 +50,6 @@ THROUGH: dict[str, tuple[str, str]] = {
         "tests/report/test_report_plots.py", "every figure's lines and bands, by hand"),
     "experiments.report.figures.final_returns": (
         "tests/report/test_report_plots.py", "the final-return figure, by hand"),
-    "experiments.report.figures.layout": (
-        "tests/report/test_report_plots.py", "panels per regime, one colour per variant"),
     "experiments.report.pool.family": (
         "tests/report/test_pooled.py", "gradlab pool's family and p_adj by hand"),
     "experiments.report.pool.table": ("tests/report/test_pooled.py", "gradlab pool's table"),
