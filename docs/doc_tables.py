@@ -7,10 +7,10 @@ A quoted table sits between two markers that name the command producing it::
     <!-- /table -->
 
 :func:`refresh` re-runs every such command (in process, through the Typer app) and writes its
-output between the markers; ``tests/test_committed_tables.py`` checks that every quoted table
-equals what its command prints from the committed files, so a quoted table cannot drift from
-its data. Run ``python docs/doc_tables.py`` (from the repository root; a root as its argument)
-after committing new summaries.
+output between the markers; ``tests/project/test_committed_tables.py`` checks that every
+quoted table equals what its command prints from the committed files, so a quoted table cannot
+drift from its data. Run ``python docs/doc_tables.py`` (from the repository root; a root as its
+argument) after committing new summaries.
 
 A script, not a module of the library: it drives the command line (``cli.main``), which the
 library (``experiments/``) never imports; it sits beside the documents it rewrites.

@@ -1,4 +1,4 @@
-"""Module-level job targets for tests/test_hosting.py (a host unpickles them by reference)."""
+"""Module-level job targets for tests/jobs/test_hosting.py (a host unpickles them by reference)."""
 
 from __future__ import annotations
 

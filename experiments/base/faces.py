@@ -5,9 +5,9 @@ caller pays for the module of the name it asks for, when it asks.
 A lazy face lists its names three times, each checked against the others: ``__all__`` (what the
 package exports), the ``{module: names}`` map given to :func:`lazy_face` (where each lives), and
 an ``if TYPE_CHECKING:`` block importing them (what type checkers and readers see);
-``tests/test_public_faces.py`` holds the three equal. A face never exports a name that is also
-one of its submodules' (the import system would set that attribute to the submodule the moment
-the submodule is first imported, and the face would hand out the module).
+``tests/project/test_public_faces.py`` holds the three equal. A face never exports a name that
+is also one of its submodules' (the import system would set that attribute to the submodule the
+moment the submodule is first imported, and the face would hand out the module).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ does not need it: ``2 * B * O * width`` too many for an MLP, ``B * F_conv`` for 
 :func:`graph_flops` counts independently, with TensorFlow's graph cost analysis (the v1
 profiler's ``float_operation``), the FLOPs of the ops of a traced function by op type;
 :func:`graph_matmul_flops` keeps the MatMuls. Forward, its MatMul and Conv2D counts are exactly
-the analytic ones. On the traced train step (``tests/test_bench.py``):
+the analytic ones. On the traced train step (``tests/bench/test_bench.py``):
 
 * the MatMuls are exactly ``3 * B *`` the Dense forward less the skipped observation gradient
   of an MLP's first layer (TensorFlow builds no such product);

@@ -15,7 +15,7 @@ All three search the same B random boards with the same networks (compiled with 
 Roots come from one batched ``initial`` call; it is not timed. Every block draws its root noise
 from a generator seeded alike, row by row, so all three compute the very same visit counts
 (``run_search`` guarantees batched == independent searches; the compiled search equals the NumPy
-one, ``tests/test_search_tf.py``).
+one, ``tests/muzero/test_search_tf.py``).
 """
 
 from __future__ import annotations

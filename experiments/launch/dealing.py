@@ -13,7 +13,7 @@ never straddle two configurations, by a simple model of the sweep's length in un
 a worker's share ``ceil(deals / workers) * b`` jobs, plus ``build_cost`` for each configuration
 it builds (at most one per deal, at most all of them). Ties go to the smaller deal (finer
 sharing). The choice changes only which worker runs a job, never its numbers: a restarted agent
-gives the same numbers as a new one (``tests/test_train.py``).
+gives the same numbers as a new one (``tests/muzero/test_train.py``).
 
 joblib (``Parallel(batch_size=b, pre_dispatch="all")``, as ``gradlab sweep`` sets it) cuts its
 queue ``b * n_jobs`` jobs at a time into ``n_jobs`` deals, so deals start on a configuration's

@@ -8,7 +8,7 @@ several jobs of one configuration (the seeds of a sweep cell, see
 :mod:`experiments.jobs.process.isolation`) keeps the agent of the previous run and restarts it for
 the new seed instead: weights from networks built with the new seed's initialisers, the optimizer's
 state as built. Nothing else in an agent holds state between steps, so the run computes bit for bit
-what a new agent would (``tests/test_train.py``).
+what a new agent would (``tests/muzero/test_train.py``).
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ One move of ``N`` environments is a handful of array writes (``[N, L, ...]`` buf
 per environment, ``L`` doubled when an episode outgrows it) instead of ``5 N`` list appends; the
 episodes that ended are read back as slices, in environment order, and written to replay in one
 go (:meth:`~experiments.muzero.replay.ReplayBuffer.add_episodes`). Values, dtypes and order are
-those of per-environment lists (``tests/test_episodes.py``), so the replay, and the run, are the
+those of per-environment lists (``tests/muzero/test_episodes.py``), so the replay, and the run,
+are the
 same bit for bit.
 """
 

@@ -20,7 +20,8 @@ A form is four things:
 ``node_q`` and ``value_score`` use only ``+`` and ``*`` on their arguments, so one function
 serves NumPy arrays and TensorFlow tensors alike, and both searches compute each form with the
 same operations. Adding a form is one entry in :data:`Q_FORMS` and one test
-(``tests/test_qtransforms.py``); a :class:`QForm` not in the registry can also be passed to either
+(``tests/muzero/test_qtransforms.py``); a :class:`QForm` not in the registry can also be passed to
+either
 search directly.
 
 The two forms (docs/faithfulness.md):

@@ -2,9 +2,10 @@
 
 Runs do not use it: they search with :class:`experiments.muzero.search_tf.CompiledSearch`, one
 compiled TensorFlow graph per move. This module is the readable statement of the same algorithm
-that the compiled search is checked against, visit for visit (``tests/test_search_tf.py``), and
+that the compiled search is checked against, visit for visit (``tests/muzero/test_search_tf.py``),
+and
 that is itself checked against the published pseudocode run unchanged (``tests/_pseudocode.py``,
-``tests/test_search.py``); ``gradlab bench`` times it beside the compiled search.
+``tests/muzero/test_search.py``); ``gradlab bench`` times it beside the compiled search.
 
 The algorithm is the pseudocode of Schrittwieser et al. (2020), "Mastering Atari, Go, chess and
 shogi by planning with a learned model", Appendix "Pseudocode" (``run_mcts``, ``select_child``,
@@ -24,7 +25,7 @@ and docs/faithfulness.md: ``"pseudocode"`` (default here; the published pseudoco
 highest action index as its ``max`` over ``(score, action, child)`` tuples) and ``"normalized"``
 (muzero-general, EfficientZero; ties to the lowest index, a fresh root by prior; what runs use by
 default). The forms are not interchangeable: at 25 simulations on the random models of
-``tests/test_search.py`` they give different root visit counts for most trees.
+``tests/muzero/test_search.py`` they give different root visit counts for most trees.
 
 The backup of values and visits is the same in every form; so are ``SearchOutput.q_values``
 (``reward + discount * child.value()``, unnormalised) and ``root_value``.

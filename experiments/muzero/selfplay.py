@@ -7,7 +7,7 @@ runs the readable reference search instead, to check the compiled one against it
 (:func:`~experiments.muzero.reference_search.run_search`: one batched ``initial`` call, then one
 compiled ``recurrent`` call per simulation for all ``B`` trees); no run or preset takes it. Both
 draw the same numbers from the acting generator and give the same moves
-(``tests/test_selfplay.py``).
+(``tests/muzero/test_selfplay.py``).
 
 Planning sees the model that was trained: a variant that changes forward values (``maxnorm``) is
 applied inside the search's recurrent inference exactly where the learner's unroll applies it,

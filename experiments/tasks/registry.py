@@ -7,7 +7,7 @@ as success (steps-to-threshold, ``reached_threshold``, a calibration's "never le
 *measured* mean return of a uniformly random policy with its standard error.
 
 Adding a task: one entry in :data:`_ENTRIES` and its preset (``docs/tasks.md``). The test over
-every entry (``tests/test_tasks_registry.py``) checks its facts against its environments.
+every entry (``tests/tasks/test_tasks_registry.py``) checks its facts against its environments.
 
 ``task=gym task.id=<gymnasium id>`` stays open for any gymnasium environment; it is not a
 registered task (nothing is known of it in advance), and :func:`task_facts` refuses it.

@@ -1,5 +1,5 @@
 # Gray's test and cumulative incidence from R's cmprsk (Gray's own package) on the data sets of
-# tests/data/competing_cases.csv; the literals in tests/test_competing.py are its output.
+# tests/data/competing_cases.csv; the literals in tests/report/test_competing.py are its output.
 # Run from the repository root:  Rscript tests/data/competing_cuminc.R
 # (cmprsk 2.2.11 on R 4.x; Debian: apt-get install r-base r-cran-cmprsk)
 suppressPackageStartupMessages(library(cmprsk))

@@ -11,8 +11,9 @@
   their evaluations run beside training;
 * :mod:`~experiments.muzero.runtime._worker`: the one worker thread behind the last two.
 
-Each is checked to give the same numbers as the plain path (``tests/test_compiled_call.py``,
-``tests/test_batches.py``, ``tests/test_deferred.py``, ``tests/test_train.py``). Nothing is
+Each is checked to give the same numbers as the plain path (``tests/muzero/test_compiled_call.py``,
+``tests/muzero/test_batches.py``, ``tests/muzero/test_deferred.py``,
+``tests/muzero/test_train.py``). Nothing is
 imported here, so importing the package stays cheap.
 
 The face (``__all__``): :class:`FlatCall`, which benchmarks time; its names load at first use, each

@@ -6,7 +6,8 @@ batch of step ``t + 1`` can be sampled (and turned into tensors) while step ``t`
 compiled step runs with Python's GIL released, and replay sampling, target building and the copy
 into tensors (a sizeable part of a default run's step; docs/performance.md gives the time) run
 on another core meanwhile. The batches are the same, drawn from the same generator in the same
-order, so the run's numbers do not change (``tests/test_batches.py``, ``tests/test_train.py``).
+order, so the run's numbers do not change (``tests/muzero/test_batches.py``,
+``tests/muzero/test_train.py``).
 
 The caller says when the replay is about to change (:meth:`Batches.next` is only asked for a
 prepared batch when no self-play move lies between), and nothing else touches the replay or the

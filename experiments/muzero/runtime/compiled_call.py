@@ -7,7 +7,7 @@ input) before it runs the graph (docs/performance_private.md gives the cost, mea
 against the signature itself (a tuple comparison per input) and runs the graph through the
 concrete function's own flat entry point (``ConcreteFunction._call_flat``, what the public call
 ends in after binding): the same graph on the same tensors, so the numbers are the same bit for
-bit (``tests/test_compiled_call.py``).
+bit (``tests/muzero/test_compiled_call.py``).
 
 ``_call_flat`` is private to TensorFlow (pinned at 2.21.0) and appears only here. If it is gone
 or takes other arguments, a :class:`FlatCall` warns once

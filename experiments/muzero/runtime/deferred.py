@@ -6,7 +6,7 @@ environments and generator), so it can run beside the following training steps w
 with a copy of the weights made at its step
 (:class:`~experiments.muzero.runtime.weights.WeightCopy`): the same numbers as in turn, rows
 yielded in the same order, a few steps later
-(``tests/test_deferred.py``, ``tests/test_train.py``).
+(``tests/muzero/test_deferred.py``, ``tests/muzero/test_train.py``).
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ preset it derives.
 by rung (:class:`RungRecord`, each with its
 :class:`~experiments.protocols.calibration.counts.RungCounts`);
 :meth:`CalibrationRecord.to_json` writes it in the very shape, key order and bytes of the record
-before it was typed (tests/test_calibration_json.py compares against files written then), and
+before it was typed (tests/protocols/test_calibration_json.py compares against files written
+then), and
 :meth:`CalibrationRecord.from_json` reads any committed record back to those bytes.
 
 Record versions: 1, the ``unstable`` records (written byte for byte as before the endpoint

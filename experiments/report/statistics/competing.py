@@ -28,7 +28,7 @@ default), written out in NumPy: per group the score sum_t w(t) [d1_k(t) - R_k(t)
 R_k(t) = n_k(t) (1 - F_k(t-)) / S_k(t-) (the subdistribution risk set), and the variance of Gray's
 paper (section 2), as in cmprsk's ``crstm``; statistic s' V^-1 s over the first k - 1 groups,
 chi-square with k - 1 degrees of freedom. Checked against R's ``cmprsk::cuminc`` 2.2.11 in
-tests/test_competing.py (tests/data/competing_cuminc.R).
+tests/report/test_competing.py (tests/data/competing_cuminc.R).
 """
 
 from __future__ import annotations

@@ -6,9 +6,11 @@ the page's text height.
 Sizes are estimated in TeX points from the printed text, for the smallest page gradlab promises
 to fit: a plain 10pt ``article`` on letter paper (345pt by 550pt; A4 is taller, a two-column
 class's ``table*`` is wider and as tall). Every estimate errs on the large side: a text's width
-is the sum of its characters' widths in cmr10 scaled to the size (``tests/test_latex_layout.py``
+is the sum of its characters' widths in cmr10 scaled to the size
+(``tests/report/test_latex_layout.py``
 holds it against pdflatex's own), a line of a cell 9.5pt (8pt after the first in a tight
-stack). ``tests/test_report_latex.py`` compiles the committed tables with pdflatex where one is
+stack). ``tests/report/test_report_latex.py`` compiles the committed tables with pdflatex where
+one is
 installed and finds neither "Float too large" nor an overfull box.
 """
 
