@@ -57,9 +57,9 @@ def table(
         typer.Option(
             "--metrics",
             "-m",
-            help="Figures to show, repeated or comma-separated (default: failed, unstable, "
-            "final_return, steps_to_threshold, grad_norm_p99, hidden_norm_growth; rates: "
-            "failed, unstable, diverged, collapsed, reached_threshold).",
+            help="Figures to show, repeated or comma-separated (default: failed, "
+            "lost_after_learning, never_learned, final_return, steps_to_threshold, grad_norm_p99; "
+            "rates: failed, unstable, diverged, collapsed, reached_threshold).",
         ),
     ] = None,
     stat: Annotated[

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import os
 import shutil
 import sys
 import types
@@ -74,3 +75,18 @@ def benchmark_script(name: str):
         yield module
     finally:
         sys.modules.pop(name, None)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _no_wandb_service_outlives_its_module():
+    """A W&B service a test module started in the pytest process is shut down with the module:
+    left running, a later module's signals to its process group (the stop tests) could end it,
+    and the tests after would find the pytest process's W&B connection dead."""
+    yield
+    wandb = sys.modules.get("wandb")
+    if wandb is not None:
+        try:
+            wandb.teardown()
+        except Exception:  # noqa: BLE001 - a service already gone: nothing left to shut down
+            pass
+        os.environ.pop("WANDB_SERVICE", None)

@@ -91,6 +91,11 @@ def test_table_help_describes_the_rules():
                   "intention to treat", "p_adj < alpha", "Gray's test"]:  # fmt: skip
         assert piece in text, piece
     assert "--p-better" not in text
+    # -m's help names the table's default figures (experiments.report.table.DEFAULT_METRICS)
+    from experiments.report.table import DEFAULT_METRICS
+
+    clause = text.split("comma-separated (default:", 1)[1].split("; rates", 1)[0]
+    assert [name.strip(" ,│") for name in clause.split(",")] == list(DEFAULT_METRICS)
 
 
 def test_table_latex_to_file_and_json(folder, tmp_path):

@@ -21,6 +21,7 @@ host.
 from __future__ import annotations
 
 import dataclasses
+import os
 import traceback
 from typing import Any
 
@@ -167,6 +168,12 @@ def run_in_process(
     quiet_tensorflow()  # a no-op where the process server preloaded it
     limit_threads(cfg.runtime.threads)
     use_xla_cache(cfg.runtime.xla_cache or None)
+    # wandb.setup() leaves its service's token in os.environ for child processes; one inherited
+    # from the launching process (through a process server started while it was set) may name a
+    # service that has ended since, and the job could not log to W&B. A job's W&B never depends
+    # on its launcher's: without the token, the job's process starts its own service (or keeps
+    # the one it already has: W&B keeps a process's connection), as a fresh process does.
+    os.environ.pop("WANDB_SERVICE", None)
     with store.job_lock(request.job_dir) as locked:
         if not locked:
             return "running elsewhere"  # the caller saw it free: another process took it since
