@@ -17,7 +17,7 @@ import platform
 import re
 from collections.abc import Mapping
 
-__all__ = ["CpuType", "cpu_type", "describe", "isa_of_flags"]
+__all__ = ["CpuType", "cpu_type", "cpuinfo", "describe", "isa_of_flags"]
 
 # From the widest down: the first family whose flag the CPU has is its instruction set.
 _FAMILIES = (("avx512f", "AVX-512"), ("avx2", "AVX2"), ("avx", "AVX"), ("sse4_2", "SSE4.2"))
@@ -51,8 +51,15 @@ class CpuType:
         return describe(self)
 
 
-def _cpuinfo(text: str) -> tuple[str | None, set[str]]:
-    """The first ``model name`` and ``flags`` of a ``/proc/cpuinfo`` text."""
+def cpuinfo(text: str | None = None) -> tuple[str | None, set[str]]:
+    """The first ``model name`` (None if none) and ``flags`` of a ``/proc/cpuinfo`` text (this
+    machine's when None; an unreadable file reads as empty)."""
+    if text is None:
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        except OSError:
+            text = ""
     model = re.search(r"^model name\s*:\s*(.+)$", text, re.MULTILINE)
     flags = re.search(r"^flags\s*:\s*(.+)$", text, re.MULTILINE)
     return (
@@ -67,16 +74,11 @@ def _xla_hold(xla_flags: str) -> str | None:
     return found[-1] if found else None
 
 
-def cpu_type(*, cpuinfo: str | None = None, environ: Mapping[str, str] | None = None) -> CpuType:
-    """This machine's CPU type and the holds in force (``cpuinfo``, ``environ``: for tests)."""
-    if cpuinfo is None:
-        try:
-            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-                cpuinfo = f.read()
-        except OSError:
-            cpuinfo = ""
+def cpu_type(*, text: str | None = None, environ: Mapping[str, str] | None = None) -> CpuType:
+    """This machine's CPU type and the holds in force (``text``: a ``/proc/cpuinfo`` text, and
+    ``environ``, for tests)."""
     env = os.environ if environ is None else environ
-    model, flags = _cpuinfo(cpuinfo)
+    model, flags = cpuinfo(text)
     return CpuType(
         model=model or platform.processor() or "unknown CPU",
         isa=isa_of_flags(flags),

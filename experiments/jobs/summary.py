@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from experiments.base.cpu import cpuinfo, isa_of_flags
 from experiments.base.errors import ConfigError, unknown_choice
 from experiments.gradients import VARIANTS
 from experiments.jobs.identity import (
@@ -259,19 +260,10 @@ def cpu_identity() -> str:
     """The CPU a run's numbers depend on (oneDNN and XLA pick kernels by instruction set): its
     model name and widest vector extension, e.g. ``Intel(R) Xeon(R) Processor (AVX-512)``, with
     any ``ONEDNN_MAX_CPU_ISA`` cap; ``platform.machine()`` where /proc/cpuinfo is not there."""
-    model, flags = platform.machine() or "unknown", set()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            for line in info:
-                key, _, value = line.partition(":")
-                if key.strip() == "model name" and model == (platform.machine() or "unknown"):
-                    model = value.strip()
-                elif key.strip() == "flags":
-                    flags = set(value.split())
-                    break
-    except OSError:
-        pass
-    isa = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else None
+    model, flags = cpuinfo()
+    model = model or platform.machine() or "unknown"
+    isa = isa_of_flags(flags)
+    isa = isa if isa in ("AVX-512", "AVX2") else None
     cap = os.environ.get("ONEDNN_MAX_CPU_ISA")
     parts = [p for p in (isa, f"oneDNN capped at {cap}" if cap else None) if p]
     return f"{model} ({', '.join(parts)})" if parts else model

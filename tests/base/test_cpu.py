@@ -40,7 +40,7 @@ def test_cpu_type_reads_model_flags_and_both_holds():
         "ONEDNN_MAX_CPU_ISA": "AVX2",
         "XLA_FLAGS": "--xla_cpu_max_isa=SSE4_2 --xla_cpu_max_isa=AVX2",
     }
-    cpu = cpu_type(cpuinfo=XEON, environ=env)
+    cpu = cpu_type(text=XEON, environ=env)
     # the last --xla_cpu_max_isa is the one XLA keeps
     assert cpu == CpuType("Intel(R) Xeon(R) Processor", "AVX-512", "AVX2", "AVX2")
     assert describe(cpu) == (
@@ -49,15 +49,15 @@ def test_cpu_type_reads_model_flags_and_both_holds():
 
 
 def test_describe_without_holds_and_with_an_uneven_hold():
-    assert describe(cpu_type(cpuinfo=EPYC, environ={})) == "AMD EPYC 7B13, AVX2"
-    uneven = cpu_type(cpuinfo=XEON, environ={"ONEDNN_MAX_CPU_ISA": "AVX2"})
+    assert describe(cpu_type(text=EPYC, environ={})) == "AMD EPYC 7B13, AVX2"
+    uneven = cpu_type(text=XEON, environ={"ONEDNN_MAX_CPU_ISA": "AVX2"})
     assert describe(uneven) == (
         "Intel(R) Xeon(R) Processor, AVX-512, held unevenly (oneDNN AVX2, XLA not held)"
     )
 
 
 def test_a_missing_cpuinfo_still_names_something():
-    cpu = cpu_type(cpuinfo="", environ={})
+    cpu = cpu_type(text="", environ={})
     assert cpu.isa == "other" and cpu.model
 
 
