@@ -119,6 +119,15 @@ def train_hosted(*args: Any, cache: dict, **kwargs: Any) -> Iterator[dict[str, f
 HOSTED_JOB = dataclasses.replace(JOB, name="stand-in (hosted)", train=train_hosted, cache=dict)
 """The stand-in with :attr:`Job.cache`: a launcher worker runs its jobs in one host process."""
 
+
+def variant_programs(run: Any) -> str:
+    """A stand-in :attr:`Job.programs`: its "compiled programs" depend on the variant alone."""
+    return repr(run.variant)
+
+
+PER_VARIANT_JOB = dataclasses.replace(HOSTED_JOB, programs=variant_programs)
+"""The hosted stand-in whose configurations are its variants: one host per variant."""
+
 STANDIN_MUZERO_YAML = """\
 defaults:
   - schema

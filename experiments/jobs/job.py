@@ -11,7 +11,7 @@ a JobRequest.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +50,10 @@ class Job:
         training step on worker threads beside it (the runner says so when the job has more
         than one thread, :func:`experiments.jobs.process.isolation.overlap_for`); the numbers
         are the same.
+      programs: with :attr:`cache`, what a validated run config's compiled programs depend on
+        (everything but what changes between runs of the same shapes, the seed): jobs with
+        the same value share a host process, others get a host of their own
+        (:func:`~experiments.jobs.process.hosting.run_hosted`). None: one host for all.
     """
 
     name: str
@@ -59,6 +63,7 @@ class Job:
     check: Callable[[Any], None] | None = None
     cache: Callable[[], Any] | None = None
     overlap: bool = False
+    programs: Callable[[Any], Hashable] | None = None
 
     def validate(self, run: Any) -> None:
         """Runs :attr:`check` on a validated :class:`~experiments.config.RunConfig`."""
@@ -115,6 +120,13 @@ def _check_muzero(run: Any) -> None:
     resolve_support_sizes(run.task, run.muzero.network, discount=run.muzero.discount)
 
 
+def _muzero_programs(run: Any) -> tuple[str, str, str]:
+    """What a MuZero run's compiled train step and search depend on: its MuZero settings, task
+    and variant (with its parameters and placement), not its seed; the agent cache's key
+    (``experiments.muzero.train``) names the same, from the bound variant."""
+    return repr(run.muzero), repr(run.task), repr(run.variant)
+
+
 def _agent_cache() -> Any:
     from experiments.muzero import AgentCache
 
@@ -129,5 +141,6 @@ MUZERO = Job(
     check=_check_muzero,
     cache=_agent_cache,
     overlap=True,
+    programs=_muzero_programs,
 )
 """The MuZero job (``experiments.muzero.train.train``)."""

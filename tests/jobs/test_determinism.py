@@ -19,7 +19,7 @@ import pytest
 from experiments.config import LoggerConfig, RunConfig, RuntimeConfig, variant_schema
 from experiments.jobs import runner, store
 from experiments.jobs.job import MUZERO
-from experiments.jobs.process import isolation
+from experiments.jobs.process import hosting, isolation
 
 CLOCK_KEYS = ("wall_time_s", "started_at", "ended_at")  # figures read from the clock
 
@@ -163,8 +163,9 @@ def test_same_seed_in_a_fresh_process_gives_identical_numbers(runs, tmp_path):
 
 
 def test_xla_programs_from_the_cache_give_the_same_numbers(tmp_path):
-    """Jobs (each in its own process) compile with XLA: without the cache, filling it, and
-    loading from it; the three give the same rows."""
+    """Jobs (each in a host process of its own) compile with XLA: without the cache, filling
+    it, and loading from it (a fresh host: a kept one would restart its agent and read nothing);
+    the three give the same rows, and loading adds no program to the cache."""
     from conftest import compose_config
 
     from experiments.jobs.job import MUZERO
@@ -194,9 +195,14 @@ def test_xla_programs_from_the_cache_give_the_same_numbers(tmp_path):
         )
         job = tmp_path / name
         request = job_request(cfg, job, overrides=["seed=0"], choices={"task": "catch"})
-        summary = isolation.execute(request)
+        try:
+            summary = isolation.execute(request)
+        finally:
+            hosting.close_hosts()  # the next job in a new host: nothing kept in memory
         assert summary.status == "completed", summary.error
         rows[name] = _rows(store.read_metrics(job / "metrics.jsonl"))
         if name == "fill":
-            assert len(list(cache.iterdir())) >= 2  # the train step and the search
+            filled = sorted(cache.iterdir())
+            assert len(filled) >= 2  # the train step and the search
+    assert sorted(cache.iterdir()) == filled  # "load" found every program it needed
     assert rows["off"] == rows["fill"] == rows["load"]

@@ -57,6 +57,28 @@ def test_a_job_killed_by_a_signal_is_one_failed_job(standin_env, tmp_path):
     assert again.status == "completed" and again.steps == 4  # the fault fires once
 
 
+def test_each_configuration_runs_in_a_host_of_its_own_and_its_seeds_share_it(standin_env):
+    """Job.programs keys a worker's hosts: the seeds of a variant share its host (and what it
+    keeps, here a count of its jobs), another variant gets its own process, and coming back to
+    the first variant finds its host still there (a worker keeps two)."""
+    common = ["muzero.training_steps=1", "logger=none", "runtime.progress=false"]
+
+    def run(variant, seed):
+        overrides = [f"variant={variant}", f"seed={seed}"]
+        job_dir = standin_env.res / f"variant={variant}__seed={seed}"
+        cfg = standin_env.compose([*overrides, *common])
+        request = job_request(cfg, job_dir, overrides=overrides, choices={"task": "catch"})
+        assert isolation.execute(request, job=standin.PER_VARIANT_JOB).status == "completed"
+        return store.read_summary(job_dir).pid
+
+    try:
+        pids = [run("none", 0), run("none", 1), run("scale_gradient", 0), run("none", 2)]
+    finally:
+        hosting.close_hosts()
+    assert pids[0] == pids[1] == pids[3] and pids[2] != pids[0]
+    assert os.getpid() not in pids
+
+
 def test_a_refused_config_is_one_failed_job_and_a_finished_job_stays(standin_env, capsys):
     """The Hydra entry converts the config (``job_request``); one it refuses is recorded
     ``failed`` with its one-line error and traceback, unless the job is finished already."""
@@ -104,3 +126,29 @@ def test_the_process_room_has_one_function_to_run_a_job_and_its_preloads_exist()
     names = [hosting._DIES_WITH_PARENT, *MUZERO.preload, *standin.JOB.preload]
     assert [n for n in names if importlib.util.find_spec(n) is None] == []
     assert "experiments.jobs.process._preload_tensorflow" in MUZERO.preload
+
+
+def test_the_muzero_jobs_configuration_is_everything_its_programs_depend_on_but_the_seed():
+    from conftest import compose_config
+
+    from experiments.jobs.job import MUZERO
+    from experiments.launch.hydra_app import CONF_DIR
+    from experiments.muzero.config import MuZeroConfig
+
+    def programs(*overrides):
+        cfg = compose_config(
+            CONF_DIR, ["task=catch", "regime=tuned", *overrides], schema=MuZeroConfig
+        )
+        return MUZERO.programs(cfg)
+
+    base = programs("variant=scale_gradient", "seed=0")
+    assert programs("variant=scale_gradient", "seed=7") == base
+    assert programs("variant=scale_gradient", "seed=0", "runtime.threads=1") == base  # settings
+    assert programs("variant=scale_gradient", "seed=0", "logger=none") == base
+    for other in (
+        ["variant=none"],
+        ["variant=scale_gradient", "variant.scale=0.25"],
+        ["variant=scale_gradient", "muzero.unroll_steps=3"],
+        ["variant=scale_gradient", "task=cartpole"],
+    ):
+        assert programs(*other, "seed=0") != base, other

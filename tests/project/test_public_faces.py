@@ -42,10 +42,12 @@ PROBES = {
     ("benchmarks.phases", "experiments.muzero.train"),
     ("benchmarks.phases", "experiments.muzero.runtime.batches"),
     ("benchmarks.plan_cost", "experiments.launch.plan"),
+    ("benchmarks.startup_builds", "experiments.muzero.learner"),
+    ("benchmarks.startup_builds", "experiments.muzero.train"),
 }
-"""Benchmarks that time a module's insides: ``phases`` wraps the training loop's calls where the
-loop looks them up (the modules' attributes), ``plan_cost`` times the plan's private
-composition against its own."""
+"""Benchmarks that time a module's insides: ``phases`` and ``startup_builds`` wrap the training
+loop's calls where the loop looks them up (the modules' attributes), ``plan_cost`` times the
+plan's private composition against its own."""
 
 
 def _module_name(path: Path, root: Path) -> str:

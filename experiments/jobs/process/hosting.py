@@ -10,12 +10,21 @@ with its server.
 A :class:`JobHost` is one such child that runs calls one after another, each with the caller's
 environment and working directory, and hands every call the same ``session`` dict to keep things
 in. A call that kills its host is reported like a killed child, and the next call gets a new host.
-:func:`run_hosted` keeps one host per launcher worker, per process settings (``key``: threads, XLA
-cache, determinism, which a process can only set once), replaced when a call needs others.
+:func:`run_hosted` keeps a launcher worker's hosts by ``key``: the process settings (threads, XLA
+cache, determinism, which a process can only set once) and the job's configuration (what its
+compiled programs depend on), the last :data:`HOSTS` of them, the least recently used one ended.
+
+One configuration per host: TensorFlow names each traced function with a counter that runs over
+the whole process, and XLA's persistent cache keys a program by that name, so a configuration
+traced after another in the same process gets names no fresh process gives it and compiles afresh
+even when its programs are on disk (measured: docs/performance.md, "Start-up, per job"). In a host
+of its own, forked from a server that has traced nothing, a configuration's functions get the same
+names in every sweep, whatever else the worker ran before, and later sweeps load them.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import multiprocessing
 import os
@@ -220,7 +229,12 @@ def _context(preload: Sequence[str]):
     return context
 
 
-_hosts: dict[str, JobHost] = {}  # this worker process's host, one at a time (see run_hosted)
+HOSTS = 2
+"""Job hosts a launcher worker keeps (each a TensorFlow process with its configuration's agent):
+a worker dealt two configurations in turn restarts both agents instead of building them again."""
+
+_hosts: collections.OrderedDict[Hashable, JobHost] = collections.OrderedDict()
+"""This worker process's hosts by key, least recently used first (see :func:`run_hosted`)."""
 
 
 def run_hosted(
@@ -231,27 +245,29 @@ def run_hosted(
     **kwargs: Any,
 ) -> Ended:
     """Runs ``target(*args, session=..., **kwargs)`` in this process's :class:`JobHost` for
-    ``key``, starting one (and ending one for other settings) when needed; a host that died with
-    its job is replaced by the next call.
+    ``key``, starting one when there is none (and ending the least recently used beyond
+    :data:`HOSTS`); a host that died with its job is replaced by the next call.
 
     The one piece of module state in gradlab: a launcher worker calls this once per job, and the
-    host must outlive the call to be of use. It ends with the worker (daemon process).
+    hosts must outlive the call to be of use. They end with the worker (daemon processes).
     """
-    host = _hosts.get("host")
-    if host is not None and (host.key != key or not host.alive):
+    host = _hosts.pop(key, None)
+    if host is not None and not host.alive:
         host.close()
         host = None
     if host is None:
-        host = _hosts["host"] = JobHost(key, preload=preload)
+        while len(_hosts) >= HOSTS:
+            _hosts.popitem(last=False)[1].close()
+        host = JobHost(key, preload=preload)
+    _hosts[key] = host  # the most recently used, last
     ended = host.run(target, *args, **kwargs)
     if ended.exitcode != 0:
-        _hosts.pop("host", None)
+        _hosts.pop(key, None)
     return ended
 
 
 def close_hosts() -> None:
-    """Ends this process's job host, if any (it ends with the process anyway; a sweep's main
-    process ends it when the sweep is done, so that nothing it started outlives the sweep)."""
-    host = _hosts.pop("host", None)
-    if host is not None:
-        host.close()
+    """Ends this process's job hosts, if any (they end with the process anyway; a sweep's main
+    process ends them when the sweep is done, so that nothing it started outlives the sweep)."""
+    while _hosts:
+        _hosts.popitem(last=False)[1].close()

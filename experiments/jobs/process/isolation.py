@@ -12,8 +12,9 @@ lock, then :func:`experiments.jobs.runner.run_job`.
 
 A job that can reuse what an earlier job of the same shapes built (MuZero's compiled agents,
 :class:`experiments.muzero.agents.AgentCache`) runs in a
-:class:`~experiments.jobs.process.hosting.JobHost` instead: one process per launcher worker that
-runs that worker's jobs one after another (:func:`experiments.jobs.process.hosting.run_hosted`).
+:class:`~experiments.jobs.process.hosting.JobHost` instead: a process of the launcher worker's
+that runs the worker's jobs of one configuration (:attr:`~experiments.jobs.job.Job.programs`) one
+after another (:func:`experiments.jobs.process.hosting.run_hosted`).
 Isolation is the same: a job that kills its process is one failed job, and the next job gets a new
 host.
 """
@@ -111,10 +112,12 @@ def _in_process(request: JobRequest, *, job: Job, progress: ProgressFactory | No
             run_in_process, request, preload=job.preload, job=job, progress=progress
         )
     runtime = request.config.runtime
+    settings = (runtime.threads, runtime.xla_cache, runtime.deterministic)  # once per process
+    programs = None if job.programs is None else job.programs(request.config)
     return run_hosted(
         run_in_process,
         request,
-        key=(runtime.threads, runtime.xla_cache, runtime.deterministic),  # once per process
+        key=(settings, programs),  # a configuration's programs: a host of their own
         preload=job.preload,
         job=job,
         progress=progress,
