@@ -50,6 +50,13 @@ class Job:
         training step on worker threads beside it (the runner says so when the job has more
         than one thread, :func:`experiments.jobs.process.isolation.overlap_for`); the numbers
         are the same.
+      tensorflow: the job runs TensorFlow: its process imports it (quietly, before its thread
+        settings), seeds it (:func:`~experiments.base.process.seed_everything`, with op
+        determinism as ``runtime.deterministic`` says) and binds the config's variant
+        (:meth:`~experiments.config.VariantConfig.build`: its TensorFlow transforms). False: the
+        job's process imports no TensorFlow: Python's and NumPy's generators are seeded, and
+        ``train`` gets the variant's config unbound (its ``name`` and ``params``) with its
+        placement.
     """
 
     name: str
@@ -59,6 +66,7 @@ class Job:
     check: Callable[[Any], None] | None = None
     cache: Callable[[], Any] | None = None
     overlap: bool = False
+    tensorflow: bool = True
 
     def validate(self, run: Any) -> None:
         """Runs :attr:`check` on a validated :class:`~experiments.config.RunConfig`."""
