@@ -127,6 +127,7 @@ def train_in_muzero_process(
     ``TF_XLA_FLAGS`` (``env/xla_cache``: 1 when it names the XLA cache) and the bound variant
     (``env/bound``: 1 for a :class:`~experiments.gradients.Variant`)."""
     del kept  # MuZero's cache= and overlap=
+    imported = float("tensorflow" in sys.modules)  # by the job's process, before this
     import tensorflow as tf
 
     from experiments.gradients import Variant
@@ -138,6 +139,7 @@ def train_in_muzero_process(
         "env/xla_cache": float("--tf_xla_persistent_cache_directory=" in os.environ.get(
             "TF_XLA_FLAGS", "")),
         "env/bound": float(isinstance(variant, Variant)),
+        "env/tensorflow": imported,
     }  # fmt: skip
     for row in train(config, task, variant, placement, seed=seed):
         yield {**row, **setup}
