@@ -104,7 +104,14 @@ def train(
         }
 
 
-JOB = Job(name="stand-in", train=train, muzero_schema=MuZeroConfig, tensorflow=False)
+JOB = Job(
+    name="stand-in",
+    train=train,
+    muzero_schema=MuZeroConfig,
+    # what each job's process imports anyway (curves: pandas), once per process server
+    preload=("experiments.jobs.process.isolation", "experiments.jobs.curves"),
+    tensorflow=False,
+)
 """The stand-in job: pass it where gradlab takes a job. Its process imports no TensorFlow (its
 variant is handed over unbound: ``name`` and ``params``, all :func:`train` reads)."""
 

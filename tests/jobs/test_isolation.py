@@ -88,7 +88,7 @@ def test_the_muzero_job_s_process_has_tensorflow_its_threads_and_xla_cache(stand
     the variant bound; the stand-in itself imports no TensorFlow."""
     from experiments.jobs.job import MUZERO
 
-    assert MUZERO.tensorflow and not standin.JOB.tensorflow and not standin.JOB.preload
+    assert MUZERO.tensorflow and not standin.JOB.tensorflow
     job_dir = standin_env.res / "variant=scale_gradient__seed=3"
     overrides = ["variant=scale_gradient", "seed=3"]
     xla = f"runtime.xla_cache={standin_env.res / 'xla'}"
