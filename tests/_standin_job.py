@@ -3,7 +3,11 @@
 Tests pass :data:`JOB` where gradlab takes a job (``CliRunner().invoke(app, args, obj=JOB)``,
 ``plan(..., job=JOB)``, ``isolation.execute(..., job=JOB)``), with a config folder from
 :func:`make_conf`. Its losses are a closed form of the step, seed and variant parameters, so tests
-can compute them by hand; it can be told to fail, blow up or go NaN at a given step.
+can compute them by hand; it can be told to fail, blow up or go NaN at a given step. It runs no
+TensorFlow (:attr:`~experiments.jobs.job.Job.tensorflow` False): nor do its job processes or
+their process servers, which its rows say (``env/tensorflow``). :data:`MUZERO_PROCESS_JOB` is the
+stand-in in the MuZero job's process (TensorFlow preloaded, threads and seeds set, its variant
+bound).
 
 Fault injection that fires once (so that re-running the same command completes the job):
 ``GRADLAB_STANDIN_FAULTS=<file.json>`` holding ``{"<variant>/<seed>": {"raise_at": 2}}`` or
@@ -18,13 +22,14 @@ import json
 import os
 import shutil
 import signal
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from experiments.base.errors import ConfigError
-from experiments.jobs.job import Job
+from experiments.jobs.job import MUZERO, Job
 
 PATH = Path(__file__).resolve()
 CONF = PATH.parents[1] / "conf"
@@ -95,6 +100,7 @@ def train(
             "nonfinite": 0.0 if loss == loss else 1.0,
             "eval/return": 0.1 * step,
             "env/threads": float(os.environ.get("TF_NUM_INTRAOP_THREADS", 0)),
+            "env/tensorflow": float("tensorflow" in sys.modules),  # imported in this process
         }
 
 
@@ -102,12 +108,12 @@ JOB = Job(
     name="stand-in",
     train=train,
     muzero_schema=MuZeroConfig,
-    preload=(
-        "experiments.jobs.process._preload_tensorflow",
-        "experiments.gradients",
-    ),  # variants bind in TF
+    # what each job's process imports anyway (curves: pandas), once per process server
+    preload=("experiments.jobs.process.isolation", "experiments.jobs.curves"),
+    tensorflow=False,
 )
-"""The stand-in job: pass it where gradlab takes a job."""
+"""The stand-in job: pass it where gradlab takes a job. Its process imports no TensorFlow (its
+variant is handed over unbound: ``name`` and ``params``, all :func:`train` reads)."""
 
 
 def train_hosted(*args: Any, cache: dict, **kwargs: Any) -> Iterator[dict[str, float]]:
@@ -127,6 +133,44 @@ def variant_programs(run: Any) -> str:
 
 PER_VARIANT_JOB = dataclasses.replace(HOSTED_JOB, programs=variant_programs)
 """The hosted stand-in whose configurations are its variants: one host per variant."""
+
+
+def train_in_muzero_process(
+    config: MuZeroConfig, task: Any, variant: Any, placement: Any, *, seed: int, **kept: Any
+) -> Iterator[dict[str, float]]:
+    """:func:`train` for :data:`MUZERO_PROCESS_JOB`; each row also says what the job's process
+    was set up with: TensorFlow's thread pools as ``tf.config`` holds them (0: its default),
+    ``TF_XLA_FLAGS`` (``env/xla_cache``: 1 when it names the XLA cache) and the bound variant
+    (``env/bound``: 1 for a :class:`~experiments.gradients.Variant`)."""
+    del kept  # MuZero's cache= and overlap=
+    imported = float("tensorflow" in sys.modules)  # by the job's process, before this
+    import tensorflow as tf
+
+    from experiments.gradients import Variant
+
+    threads = tf.config.threading
+    setup = {
+        "env/intra_op": float(threads.get_intra_op_parallelism_threads()),
+        "env/inter_op": float(threads.get_inter_op_parallelism_threads()),
+        "env/xla_cache": float("--tf_xla_persistent_cache_directory=" in os.environ.get(
+            "TF_XLA_FLAGS", "")),
+        "env/bound": float(isinstance(variant, Variant)),
+        "env/tensorflow": imported,
+    }  # fmt: skip
+    for row in train(config, task, variant, placement, seed=seed):
+        yield {**row, **setup}
+
+
+MUZERO_PROCESS_JOB = dataclasses.replace(
+    MUZERO,
+    name="stand-in (MuZero's process)",
+    train=train_in_muzero_process,
+    muzero_schema=MuZeroConfig,
+    check=None,
+)
+"""The stand-in's training in the MuZero job's process: MuZero's preload, cache (a job host),
+overlap and TensorFlow set-up (:attr:`~experiments.jobs.job.Job.tensorflow`), so a test sees
+the process a MuZero job gets without training MuZero."""
 
 STANDIN_MUZERO_YAML = """\
 defaults:

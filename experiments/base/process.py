@@ -93,7 +93,7 @@ def use_xla_cache(directory: str | os.PathLike[str] | None) -> None:
     os.environ["TF_XLA_FLAGS"] = " ".join([*flags, f"{name}={path}"])
 
 
-def seed_everything(seed: int, *, deterministic: bool = True) -> None:
+def seed_everything(seed: int, *, deterministic: bool = True, tensorflow: bool = True) -> None:
     """Seeds every library-level generator from ``seed`` and turns on TensorFlow op determinism.
 
     gradlab's own randomness comes from generators built from the job's seed; this is the safety
@@ -105,7 +105,17 @@ def seed_everything(seed: int, *, deterministic: bool = True) -> None:
     Args:
       seed: the job's seed.
       deterministic: turn on TensorFlow op determinism (process-wide, stays on once enabled).
+      tensorflow: False: seed Python's and NumPy's global generators only (what Keras' call
+        does for them), importing neither Keras nor TensorFlow; ``deterministic`` is then moot.
     """
+    if not tensorflow:
+        import random
+
+        import numpy as np
+
+        random.seed(seed)
+        np.random.seed(seed)
+        return
     import keras
     import tensorflow as tf
 

@@ -54,6 +54,13 @@ class Job:
         (everything but what changes between runs of the same shapes, the seed): jobs with
         the same value share a host process, others get a host of their own
         (:func:`~experiments.jobs.process.hosting.run_hosted`). None: one host for all.
+      tensorflow: the job runs TensorFlow: its process imports it (quietly, before its thread
+        settings), seeds it (:func:`~experiments.base.process.seed_everything`, with op
+        determinism as ``runtime.deterministic`` says) and binds the config's variant
+        (:meth:`~experiments.config.VariantConfig.build`: its TensorFlow transforms). False: the
+        job's process imports no TensorFlow: Python's and NumPy's generators are seeded, and
+        ``train`` gets the variant's config unbound (its ``name`` and ``params``) with its
+        placement.
     """
 
     name: str
@@ -64,6 +71,7 @@ class Job:
     cache: Callable[[], Any] | None = None
     overlap: bool = False
     programs: Callable[[Any], Hashable] | None = None
+    tensorflow: bool = True
 
     def validate(self, run: Any) -> None:
         """Runs :attr:`check` on a validated :class:`~experiments.config.RunConfig`."""

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from experiments.base.process import seed_everything
 from experiments.config import RunConfig
+from experiments.gradients import PLACEMENTS
 from experiments.jobs import store
 from experiments.jobs.finish import Ending, finish_job
 from experiments.jobs.job import TrainFn
@@ -67,6 +68,7 @@ def run_job(
     cache: Any = None,
     overlap: bool | None = None,
     stop: Callable[[], bool] | None = None,
+    tensorflow: bool = True,
 ) -> Summary:
     """Runs one job into ``job_dir`` and returns its summary (also written to ``summary.json``).
 
@@ -85,6 +87,9 @@ def run_job(
         threads beside the training step); None: ``train_fn`` called without it.
       stop: asked before each step; True ends the job there with status ``interrupted``
         (:class:`experiments.jobs.process.lifetime.JobStop`); None: never.
+      tensorflow: seed TensorFlow and bind the variant's TensorFlow transforms
+        (:attr:`experiments.jobs.job.Job.tensorflow`); False: seed Python and NumPy only
+        and hand ``train_fn`` the variant's config unbound, with its placement.
 
     Returns:
       The summary.
@@ -98,8 +103,8 @@ def run_job(
     t0 = clock()
     status, steps, diverged_step, error, rows = "completed", 0, None, None, None
     try:
-        seed_everything(cfg.seed, deterministic=cfg.runtime.deterministic)
-        variant, placement = cfg.variant.build()
+        seed_everything(cfg.seed, deterministic=cfg.runtime.deterministic, tensorflow=tensorflow)
+        variant, placement = _bind(cfg, tensorflow=tensorflow)
         check = DivergenceCheck(cfg.divergence)
         kept = {k: v for k, v in (("cache", cache), ("overlap", overlap)) if v is not None}
         rows = iter(train_fn(cfg.muzero, cfg.task, variant, placement, seed=cfg.seed, **kept))
@@ -139,6 +144,15 @@ def run_job(
         cfg, job_dir, started.summary, ending=ending, wall_time_s=clock() - t0,
         tracker=started.tracker,
     )  # fmt: skip
+
+
+def _bind(cfg: RunConfig, *, tensorflow: bool) -> tuple[Any, Any]:
+    """The ``(variant, placement)`` handed to the training function: the variant bound (its
+    builder imports TensorFlow), or with ``tensorflow=False`` its config (``name``, ``params``)
+    unbound."""
+    if tensorflow:
+        return cfg.variant.build()
+    return cfg.variant, PLACEMENTS[cfg.variant.placement]
 
 
 def _close(rows: Any) -> None:

@@ -272,6 +272,7 @@ def test_a_bad_plugin_is_one_line_exit_2_nothing_written(plugins, tmp_path, dist
 
 
 _STANDIN_SWEEP = r"""
+import dataclasses
 import sys
 import _standin_job as standin
 from pathlib import Path
@@ -285,7 +286,8 @@ conf = standin.make_conf(Path(sys.argv[1]))
 )
 args = ["sweep", "ablation=plugins", "logger=none", f"runtime.results_dir={sys.argv[2]}",
         "--config-dir", str(conf)]
-result = CliRunner().invoke(app, args, obj=standin.JOB)
+job = dataclasses.replace(standin.JOB, tensorflow=True)  # binds its variant, as MuZero does
+result = CliRunner().invoke(app, args, obj=job)
 print(result.output)
 print("EXIT", result.exit_code)
 """

@@ -8,6 +8,7 @@ import json
 import os
 
 import _standin_job as standin
+import pytest
 
 from experiments.base import process
 from experiments.jobs import store
@@ -100,6 +101,33 @@ def test_a_refused_config_is_one_failed_job_and_a_finished_job_stays(standin_env
     assert execute("muzero.training_steps=0", "runtime.force=true").status == "failed"
     out = capsys.readouterr().out
     assert "[   failed] variant=none__seed=0: 0 steps, 0.0s  ConfigError: muzero" in out
+
+
+def test_the_muzero_job_s_process_has_tensorflow_its_threads_and_xla_cache(standin_env):
+    """The process a MuZero job runs in (MuZero's preload, job host and TensorFlow set-up, with
+    the stand-in's training): TensorFlow imported before the thread settings, so its pools hold
+    ``runtime.threads`` (TensorFlow's default reads 0), ``TF_XLA_FLAGS`` naming the XLA cache,
+    the variant bound; the stand-in itself imports no TensorFlow."""
+    from experiments.jobs.job import MUZERO
+
+    assert MUZERO.tensorflow and not standin.JOB.tensorflow
+    job_dir = standin_env.res / "variant=scale_gradient__seed=3"
+    overrides = ["variant=scale_gradient", "seed=3"]
+    xla = f"runtime.xla_cache={standin_env.res / 'xla'}"
+    cfg = standin_env.compose(
+        [*overrides, "muzero.training_steps=2", "logger=none", "runtime.threads=1", xla]
+    )
+    request = job_request(cfg, job_dir, overrides=overrides, choices={"task": "catch"})
+    try:
+        assert isolation.execute(request, job=standin.MUZERO_PROCESS_JOB).status == "completed"
+    finally:
+        hosting.close_hosts()  # MuZero's jobs run in a job host; none outlives the test
+    rows = store.read_metrics(job_dir / "metrics.jsonl")
+    # loss = 1 * (1 + 3/10) * (1 + 0.5) / step, by hand
+    assert [r["loss/total"] for r in rows] == pytest.approx([1.95, 0.975])
+    setup = ("env/tensorflow", "env/threads", "env/intra_op", "env/inter_op", "env/xla_cache")
+    setup += ("env/bound",)
+    assert {k: rows[0][k] for k in setup} == dict.fromkeys(setup, 1.0)
 
 
 def test_overlap_only_with_a_core_to_spare(monkeypatch):

@@ -161,6 +161,54 @@ def test_limit_threads_sets_tensorflow_env(monkeypatch):
     }
 
 
+def test_seed_everything_without_tensorflow_seeds_python_and_numpy_only():
+    import random
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import numpy as np
+
+    code = (
+        "import random, sys; import numpy as np; from experiments.base import process; "
+        "process.seed_everything(7, tensorflow=False); "
+        "print(repr(random.random()), repr(float(np.random.rand())), "
+        "'tensorflow' in sys.modules, 'keras' in sys.modules)"
+    )
+    root = Path(__file__).resolve().parents[2]  # this checkout's experiments, not an install's
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root
+    )
+    expected = [random.Random(7).random(), float(np.random.RandomState(7).rand()), False, False]
+    assert out.stdout.split() == [repr(v) for v in expected]
+
+
+@pytest.mark.parametrize("tensorflow", [True, False])
+def test_train_gets_the_variant_bound_or_its_config_unbound(tmp_path, tensorflow):
+    from experiments.gradients import PLACEMENTS, Variant
+
+    seen = []
+
+    def train(config, task, variant, placement, *, seed):
+        seen.append((variant, placement))
+        return standin.train(config, task, variant, placement, seed=seed)
+
+    cfg = _cfg(seed=2, variant="scale_gradient", training_steps=2)
+    summary = runner.run_job(
+        cfg, tmp_path / "job", job="job", overrides={}, choices={}, resolved={},
+        train_fn=train, ablation=None, tracker=_Recorder(), tensorflow=tensorflow,
+    )  # fmt: skip
+    ((variant, placement),) = seen
+    assert placement is PLACEMENTS["pseudocode"] and summary.status == "completed"
+    if tensorflow:
+        assert isinstance(variant, Variant) and variant.hidden.fn.keywords == {"scale": 0.5}
+    else:
+        assert variant is cfg.variant and variant.params == {"scale": 0.5}
+    rows = store.read_metrics(tmp_path / "job" / "metrics.jsonl")
+    # the same rows either way: 1 * (1 + 2/10) * (1 + 0.5) / step, by hand
+    assert [r["loss/total"] for r in rows] == pytest.approx([1.8, 0.9])
+
+
 def test_progress_bar_on_a_terminal_does_not_break_the_job(tmp_path, monkeypatch):
     from cli._progress import RichProgress
 

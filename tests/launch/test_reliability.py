@@ -31,7 +31,6 @@ from conftest import compose_config
 from typer.testing import CliRunner
 
 from cli.main import app
-from experiments.base import process
 from experiments.jobs import store
 from experiments.jobs.process import isolation
 from experiments.launch.hydra_app import job_request
@@ -296,7 +295,6 @@ def test_sigkill_at_every_write_moment_then_rerun_is_exact(tmp_path, _request):
     ]
     reference = tmp_path / "reference" / "variant=scale_gradient__seed=3"
     assert isolation.execute(_request(reference), job=standin.JOB).status == "completed"
-    process.quiet_tensorflow()  # imported once here, as the job process server does, not per fork
     seen_states = set()
     for kill_at in itertools.count(1):
         job_dir = tmp_path / f"k{kill_at}" / "variant=scale_gradient__seed=3"

@@ -322,6 +322,7 @@ def _standin_run(tmp_path, stop, steps=6):
         train_fn=standin.train,
         ablation=None,
         stop=stop,
+        tensorflow=standin.JOB.tensorflow,
     )
 
 

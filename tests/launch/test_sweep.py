@@ -66,6 +66,9 @@ def test_joblib_sweep_writes_every_job_folder(swept):
         assert rows[-1]["loss/total"] == pytest.approx(expected)
         # each of the 2 parallel jobs got its share of the cores as TensorFlow threads
         assert rows[0]["env/threads"] == max(1, len(os.sched_getaffinity(0)) // 2)
+        # the stand-in runs no TensorFlow: nor did its job's process or the process server of
+        # the joblib worker it was forked from (fresh for the sweep) import it
+        assert rows[0]["env/tensorflow"] == 0.0
         assert "variant:" in (job / "config.yaml").read_text()
         assert len(list(job.glob("wandb/offline-run-*/run-*.wandb"))) == 1
     assert "WANDB_DIR" not in os.environ and "TF_NUM_INTRAOP_THREADS" not in os.environ

@@ -150,8 +150,9 @@ def run_in_process(
     progress: ProgressFactory | None = None,
     session: dict[str, Any] | None = None,
 ) -> str | None:
-    """The job in this process: threads, the job lock, the job's own checks, then
-    :func:`~experiments.jobs.runner.run_job`.
+    """The job in this process: TensorFlow imported quietly (when the job runs it:
+    :attr:`experiments.jobs.job.Job.tensorflow`), threads, the job lock, the job's own
+    checks, then :func:`~experiments.jobs.runner.run_job`.
 
     What :func:`execute` runs in the job's own process (arguments as there). Writes the job's
     results folder and never raises for the job's own problems (they make a failed job).
@@ -168,7 +169,8 @@ def run_in_process(
     cfg = request.config
     if cfg is None:
         raise ValueError(f"job {request.name} has no config to run: {request.error}")
-    quiet_tensorflow()  # a no-op where the process server preloaded it
+    if job.tensorflow:
+        quiet_tensorflow()  # a no-op where the process server preloaded it
     limit_threads(cfg.runtime.threads)
     use_xla_cache(cfg.runtime.xla_cache or None)
     # wandb.setup() leaves its service's token in os.environ for child processes; one inherited
@@ -202,6 +204,7 @@ def run_in_process(
                     cache=_cache(job, session),
                     overlap=overlap_for(cfg.runtime.threads) if job.overlap else None,
                     stop=stop,
+                    tensorflow=job.tensorflow,
                 )
         except Exception as err:  # noqa: BLE001 - e.g. the job's own check: one failed job
             store.record_failed(
