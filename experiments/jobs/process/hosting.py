@@ -169,12 +169,10 @@ class JobHost:
     """A process, forked from the process server, that runs jobs one after another.
 
     Args:
-      key: the process settings its jobs share (see the module docstring).
       preload: modules the process server imports once.
     """
 
-    def __init__(self, key: Hashable, *, preload: Sequence[str] = ()) -> None:
-        self.key = key
+    def __init__(self, *, preload: Sequence[str] = ()) -> None:
         context = _context(preload)
         self._conn, child_conn = context.Pipe()
         self._process = context.Process(target=_serve, args=(child_conn,), daemon=True)
@@ -258,7 +256,7 @@ def run_hosted(
     if host is None:
         while len(_hosts) >= HOSTS:
             _hosts.popitem(last=False)[1].close()
-        host = JobHost(key, preload=preload)
+        host = JobHost(preload=preload)
     _hosts[key] = host  # the most recently used, last
     ended = host.run(target, *args, **kwargs)
     if ended.exitcode != 0:
