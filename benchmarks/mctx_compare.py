@@ -398,7 +398,7 @@ def report(result: Comparison) -> str:
         lines.append(f"{name:>8}: {result.median[name]:>12,.0f} simulations/s  [{per_round}]")
     lines.append(
         f"gradlab / mctx: {result.ratio:.2f} (rounds' ratios {low:.2f}-{high:.2f}; "
-        f"{describe()}, {process.cores()} cores)"
+        f"{describe()}, {process.cores()} core{'' if process.cores() == 1 else 's'})"
     )
     return "\n".join(lines)
 
