@@ -49,7 +49,8 @@ def runs(folder: str | Path, *, keep_duplicates: str | None = None) -> pd.DataFr
     endpoint (0/1 rates, final return, reached the threshold and when), ``normalised_return``
     where the folder's study record declares each task's R_ref and R_rand, and the run's
     identity and times (``started_at``, ``ended_at``, ``code``, ``config_sha256``,
-    ``record_sha256``; None for runs older than them).
+    ``record_sha256``; None for runs older than them) and ``cpu``, the CPU type that made it
+    (its summary's ``versions.cpu``: a run replays to the digit only on its own CPU type).
 
     Raises:
       ConfigError: not a results folder (one line naming it).
@@ -71,6 +72,7 @@ def runs(folder: str | Path, *, keep_duplicates: str | None = None) -> pd.DataFr
             "code": s.code.tree_sha256 if s and s.code else None,
             "config_sha256": s.config_sha256 if s else None,
             "record_sha256": s.record_sha256 if s else None,
+            "cpu": s.versions.get("cpu") if s else None,
         })  # fmt: skip
     return pd.concat([frame.reset_index(drop=True), pd.DataFrame(ident)], axis=1)
 

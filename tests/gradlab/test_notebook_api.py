@@ -45,6 +45,19 @@ def test_runs_has_one_row_per_run_with_outcome_and_identity():
     assert int(stress_none["unstable"].sum()) == 3
 
 
+def test_runs_names_the_cpu_type_each_run_was_made_on():
+    import json
+
+    folder = FINDINGS / "study_minatar_return"
+    frame = gradlab.runs(folder)
+    for path, cpu in zip(frame["path"], frame["cpu"], strict=True):
+        raw = json.loads((Path(path) / "summary.json").read_text())
+        assert cpu == raw["versions"]["cpu"]
+    # Study 6's first runs were made on an Intel Xeon (docs/studies.md, its deviation)
+    first = frame[(frame.task == "breakout") & (frame.variant == "none") & (frame.seed == 6000)]
+    assert list(first["cpu"]) == ["Intel(R) Xeon(R) Processor (AVX-512)"]
+
+
 def test_curves_are_long_format_with_every_evaluation():
     frame = gradlab.curves(MAIN)
     assert list(frame.columns) == ["job", "variant", "task", "seed", "step", "metric", "value"]
