@@ -16,8 +16,8 @@ every run reaches the threshold, so the incidences and the pooled one reach 1),
 ``breakout_all_reach`` (Study 4's Breakout: every run reaches it, the pooled incidence reaches 1
 before the last group's last event) and ``none_reach`` (no run reaches it: cmprsk defines no
 cause-1 test, its script prints ``NA``; gradlab's is 0 with p = 1, identical curves).
-``test_gray_matches_r_when_rscript_is_there`` re-runs the script when ``Rscript`` is on PATH (CI
-has no R: skipped there).
+``test_gray_matches_r_when_rscript_is_there`` re-runs the script when ``Rscript`` is on PATH
+(``.ci/run`` installs Debian's r-cran-cmprsk; skipped where there is no R).
 """
 
 from __future__ import annotations
@@ -252,7 +252,6 @@ def test_a_column_missing_altogether_names_the_file():
         competing_times(runs)
 
 
-@pytest.mark.skipif(shutil.which("Rscript") is None, reason="R (cmprsk) is not installed")
 def _gray(name):
     d = _case(name)
     return gray_test(d["time"].to_numpy(), d["cause"].to_numpy(), d["group"].to_numpy())
@@ -275,6 +274,7 @@ def test_gray_in_every_degenerate_shape():
     assert math.isnan(alone.statistic) and math.isnan(alone.p) and alone.df == 0
 
 
+@pytest.mark.skipif(shutil.which("Rscript") is None, reason="R (cmprsk) is not installed")
 def test_gray_matches_r_when_rscript_is_there():
     done = subprocess.run(
         ["Rscript", "tests/data/competing_cuminc.R"], cwd=ROOT, capture_output=True, text=True,
