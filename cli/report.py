@@ -283,7 +283,10 @@ def plot(
     out of n. `grad_norm`, `loss`: geometric mean over the runs still training, `hidden_grad_depth`:
     gradient at the hidden state per unroll depth; 95% bootstrap bands only over >= 10 runs.
     `profile`: fraction of runs above each final-return level, drawn only when every arm has >= 10
-    runs (else one line says why).
+    runs (else one line says why). `normalised_return`, for a study whose record declares each
+    task's R_ref and R_rand (Study 6): one panel per task, every run's normalised evaluation return
+    (0 random, 1 R_ref; a diverged run at 0 from its divergence) and each arm's mean, with a 95%
+    bootstrap band over >= 10 runs.
 
     Several folders (each task of a study in its own): only `outcome`, one panel per folder, the
     same arms in every panel; the other figures stay per folder (each task's return has its own
@@ -297,6 +300,7 @@ def plot(
 
       gradlab plot results/findings/study_faithful_{catch,cartpole} --out paper/faithful
     """
+    from experiments.protocols.study import declared_normalisation
     from experiments.report.figures import (  # deferred: matplotlib, pandas, SciPy (~2 s)
         plot_across,
         plot_all,
@@ -328,7 +332,9 @@ def plot(
                     err=True,
                 )
             plotted = plot_all(
-                results, out if out is not None else Path(results_dirs[0]) / "figures"
+                results,
+                out if out is not None else Path(results_dirs[0]) / "figures",
+                normalisation=declared_normalisation(results_dirs[0]),
             )
     except OSError as err:
         raise ConfigError(f"cannot write figures to '{out}': {err.strerror}") from None

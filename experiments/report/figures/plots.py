@@ -36,6 +36,7 @@ committed ``curves.csv.gz`` on a fresh clone).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
 
 import matplotlib as mpl
@@ -62,6 +63,7 @@ from experiments.report.figures.drawing import (
 from experiments.report.figures.final_returns import final_returns
 from experiments.report.figures.itt import itt_matrix, run_random_return
 from experiments.report.figures.layout import layout_of, panel_grid
+from experiments.report.figures.normalised import normalised_curves
 from experiments.report.figures.profile import check_profile_runs, performance_profiles
 from experiments.report.figures.run_status import outcome_counts, outcome_counts_across
 from experiments.report.figures.style import (
@@ -79,6 +81,7 @@ __all__ = [
     "arm_panels",
     "final_returns",
     "hidden_grad_by_depth",
+    "normalised_curves",
     "outcome_counts",
     "outcome_counts_across",
     "performance_profiles",
@@ -336,6 +339,7 @@ def plot_all(
     out_dir: str | Path,
     *,
     random_return_value: float | None = None,
+    normalisation: Mapping[str, tuple[float, float]] | None = None,
     n_resamples: int = 2000,
     seed: int = 0,
 ) -> Plotted:
@@ -346,13 +350,18 @@ def plot_all(
     log y), ``loss`` (total loss, log y), ``hidden_grad_depth`` (gradient at the hidden state per
     depth; needs ``metrics.jsonl``), ``profile`` (performance profile of the final return; only
     where every arm has >= 10 runs, else skipped with its reason), ``outcome`` (run status: the
-    outcome classes per arm). A figure without data is skipped silently.
+    outcome classes per arm), and with ``normalisation`` ``normalised_return`` (each task's
+    normalised evaluation return, every run and each arm's mean with its band:
+    :func:`~experiments.report.figures.normalised.normalised_curves`). A figure without data is
+    skipped silently.
 
     Args:
       results: the folder.
       out_dir: where the files go.
       random_return_value: the task's random-policy episode return (unscaled), for a diverged
         run's return after its divergence; None: from the task registry.
+      normalisation: task -> ``(r_ref, r_rand)`` as a study's record declares them; None: no
+        normalised figure.
       n_resamples: bootstrap resamples per band.
       seed: seeds every band.
 
@@ -371,6 +380,10 @@ def plot_all(
 
     if has("eval/return"):
         figures["return"] = return_curves(results, curves, threshold=threshold, **itt)
+    if normalisation is not None and has("eval/return"):
+        figures["normalised_return"] = normalised_curves(
+            results, curves, normalisation, n_resamples=n_resamples, seed=seed
+        )
     if len(results.averaged):
         figures["final_return"] = final_returns(results, threshold=threshold, **itt)
     if has("grad/global_norm"):

@@ -120,7 +120,11 @@ def value_styles(key: str | None, values: Sequence[str]) -> dict[str, dict]:
 
     A value that is a registered name with its parameters (the table's arm label ``clipnorm
     (clipnorm=0.6)``) takes its name's look, unless two drawn values share that name: those
-    follow the registry like unregistered values, so no two lines look alike.
+    follow the registry like unregistered values, so no two lines look alike. Where two drawn
+    values' looks share a colour (positions 8 apart), the one later in the registry takes the
+    first look whose colour no drawn value has (``depth_loss_scale``, position 9, drawn beside
+    ``scale_gradient``, position 1): a variant keeps its registry look in every figure but
+    those where it would share a colour.
 
     Args:
       key: the compared key (``variant``), or None.
@@ -136,6 +140,17 @@ def value_styles(key: str | None, values: Sequence[str]) -> dict[str, dict]:
         else:
             order.append(value)
             look[value] = len(order) - 1
+    # Two drawn values whose looks fall on one colour (registry positions 8 apart: the palette
+    # has 8) would be told apart by line style alone: the later one, in registry order, takes the
+    # first look whose colour no drawn value has, so no two lines of a figure share a colour
+    # while there are colours to spare.
+    taken: set[int] = set()
+    for value in sorted(unique, key=look.__getitem__):
+        colour = look[value] % len(OKABE_ITO)
+        if colour in taken and len(taken) < len(OKABE_ITO):
+            look[value] = next(i for i in range(len(OKABE_ITO)) if i not in taken)
+            colour = look[value]
+        taken.add(colour)
     return {str(v): line_style(look[str(v)]) for v in values}
 
 
