@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from experiments.base.errors import ConfigError
-from experiments.report.figures.bands import MIN_BAND_RUNS
+from experiments.report.figures.bands import MIN_BAND_RUNS, mean_band
 from experiments.report.figures.curves import run_curves
 from experiments.report.figures.normalised import normalised_curves
 from experiments.report.figures.style import OKABE_ITO, registry_order, value_styles
@@ -48,11 +48,14 @@ def _write(root, task, variant, seed):
         if t in _EVALS and returns[_EVALS.index(t)] is not None:
             row["eval/return"] = returns[_EVALS.index(t)] * scale
         rows.append(row)
+    if diverged:  # the report reads divergence from the metrics, as a run records it
+        rows[-1].update({"loss/total": "nan", "grad/global_norm": "inf"})
     name = f"task={task}__variant={variant}__seed={seed}"
     final = None if diverged else returns[-1] * scale
     summary = {"status": "diverged" if diverged else "completed", "job": name, "seed": seed,
                "ablation": "study_demo", "group": {"task": task, "variant": variant},
                "task": task, "threshold": None, "training_steps": _STEPS, "reward_scale": scale,
+               "diverged_step": _DIVERGED_AT if diverged else None,
                "stability": {"diverged": int(diverged), "final_return": final, "steps": last,
                              "diverged_step": _DIVERGED_AT if diverged else None}}  # fmt: skip
     job = root / name
@@ -125,12 +128,44 @@ def test_each_arm_s_mean_and_a_band_only_over_ten_runs(study):
     hand_sg = np.mean([_hand("catch", "scale_gradient", s) for s in range(3)], axis=0)
     np.testing.assert_allclose(means["none"], hand_none, rtol=0, atol=1e-12)
     np.testing.assert_allclose(means["scale_gradient"], hand_sg, rtol=0, atol=1e-12)
-    # one band (none's 10 runs); scale_gradient's 3 runs and cartpole's 2 have none
+    # one band (none's 10 runs), the bootstrap of those runs with the figure's seed;
+    # scale_gradient's 3 runs and cartpole's 2 have none
     assert len(catch.collections) == 1
-    band = catch.collections[0].get_paths()[0].vertices[:, 1]
     runs = np.array([_hand("catch", "none", s) for s in range(MIN_BAND_RUNS)])
-    assert runs.min() - 1e-12 <= band.min() and band.max() <= runs.max() + 1e-12
+    _, low, high = mean_band(runs, n_resamples=200, seed=0)
+    vertices = catch.collections[0].get_paths()[0].vertices
+    for i, step in enumerate(_EVALS):
+        at = vertices[vertices[:, 0] == step, 1]
+        assert at.min() == pytest.approx(low[i], abs=1e-12)
+        assert at.max() == pytest.approx(high[i], abs=1e-12)
     assert len(_axes_by_task(fig)["cartpole"].collections) == 0
+
+
+def test_a_diverged_run_is_marked_where_it_diverged_and_the_legend_says_so(study):
+    results = load_results(study)
+    fig = normalised_curves(results, run_curves(results.averaged), _NORM, n_resamples=200)
+    cart = _axes_by_task(fig)["cartpole"]
+    marks = [ln for ln in cart.get_lines() if ln.get_marker() == "x"]
+    # by hand: step 25, between the evaluations at 20 (80/380) and 30 (0): halfway, 40/380
+    assert len(marks) == 1
+    assert marks[0].get_xdata()[0] == 25 and marks[0].get_ydata()[0] == pytest.approx(40 / 380)
+    assert not [ln for ln in _axes_by_task(fig)["catch"].get_lines() if ln.get_marker() == "x"]
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert labels == ["none", "scale_gradient", "one run", "0 random, 1 R_ref", "run diverged"]
+
+
+def test_one_arm_over_two_tasks_still_gets_a_panel_per_task(tmp_path):
+    for task in ("catch", "cartpole"):
+        for seed in range(2):
+            _write(tmp_path, task, "none", seed)
+    results = load_results(tmp_path)
+    fig = normalised_curves(results, run_curves(results.averaged), _NORM, n_resamples=200)
+    axes = _axes_by_task(fig)
+    assert set(axes) == {"catch", "cartpole"}
+    for task, ax in axes.items():
+        means = [ln for ln in ax.get_lines() if ln.get_label() == "none"]
+        hand = np.mean([_hand(task, "none", s) for s in range(2)], axis=0)
+        assert len(means) == 1 and np.allclose(means[0].get_ydata(), hand)
 
 
 def test_arms_that_share_a_colour_in_the_registry_get_two_colours():
@@ -141,9 +176,20 @@ def test_arms_that_share_a_colour_in_the_registry_get_two_colours():
     colours = [looks[v]["color"] for v in ("none", "scale_gradient", "depth_loss_scale")]
     assert len(set(colours)) == 3
     assert colours[:2] == [OKABE_ITO[0], OKABE_ITO[order.index("scale_gradient")]]
-    # drawn without scale_gradient, it keeps its registry look
+    # it keeps its line style and marker; drawn without scale_gradient, its whole registry look
     alone = value_styles("variant", ["none", "depth_loss_scale"])["depth_loss_scale"]
     assert alone["color"] == OKABE_ITO[order.index("depth_loss_scale") % len(OKABE_ITO)]
+    moved = looks["depth_loss_scale"]
+    assert (moved["linestyle"], moved["marker"]) == (alone["linestyle"], alone["marker"])
+    # it takes a colour no drawn value has, so values after it in the registry keep theirs (two
+    # unregistered arms follow the registry: positions n and n + 1)
+    n = len(order)
+    more = value_styles("variant", ["none", "scale_gradient", "depth_loss_scale", "x1", "x2"])
+    assert more["x1"]["color"] == OKABE_ITO[n % len(OKABE_ITO)]
+    assert more["x2"]["color"] == OKABE_ITO[(n + 1) % len(OKABE_ITO)]
+    owned = {OKABE_ITO[i % len(OKABE_ITO)] for i in (0, 1, n, n + 1)}
+    assert more["depth_loss_scale"]["color"] not in owned
+    assert len({tuple(map(str, d.values())) for d in more.values()}) == 5
 
 
 def test_a_task_without_a_declared_normalisation_is_one_error(study):

@@ -4,8 +4,9 @@ A study that declares a normalisation (each task's ``R_ref`` and ``R_rand`` in i
 6) compares arms on ``(R - R_rand) / (R_ref - R_rand)``, 0 a random policy and 1 the reference.
 This figure draws that quantity at every evaluation: each run's evaluation returns (divided by
 its reward scale first, as the endpoint divides them) as one faint line, a diverged run at 0 from
-its divergence on (intention to treat, as the endpoint counts it: :mod:`.itt`), and over each
-arm's runs of the task its **mean**, with a 95% percentile-bootstrap band where the arm has at
+its divergence on (intention to treat, as the endpoint counts it: :mod:`.itt`; an ``x`` marks
+where), at the evaluation steps every run of the arm has (as in the ``return`` figure), and over
+each arm's runs of the task its **mean**, with a 95% percentile-bootstrap band where the arm has at
 least :data:`~experiments.report.figures.bands.MIN_BAND_RUNS` runs there
 (:func:`~experiments.report.figures.bands.mean_band`).
 
@@ -32,18 +33,20 @@ from experiments.report.figures.drawing import (
     GREY,
     diverged_steps,
     divergence_handle,
+    panel_title,
     plot_line,
     variant_legend,
     with_lines,
 )
 from experiments.report.figures.itt import itt_matrix
-from experiments.report.figures.layout import layout_of, panel_grid
-from experiments.report.figures.style import STYLE
+from experiments.report.figures.layout import Layout, panel_grid
+from experiments.report.figures.style import STYLE, in_registry_order, value_styles
 from experiments.report.runs.results import Results
 
 __all__ = ["normalised_curves"]
 
 _RUN_ALPHA = 0.22
+_DARK = "#262626"
 _PANEL_HEIGHT = 1.6  # inches per row: a three-line title above each panel
 
 
@@ -65,48 +68,48 @@ def normalised_curves(
       seed: seeds every band.
 
     Returns:
-      The figure: one axes per task (per combination of the varying keys other than the
-      variant), titled ``task``, ``R_ref r, R_rand r``, ``n=N each, k diverged``; in each, one
-      line labelled ``run`` per run (``get_ydata``: its normalised returns), then per arm its
-      mean, labelled with the arm.
+      The figure: one axes per task (and combination of the other varying keys but the
+      variant), titled ``task[, key=value]``, ``R_ref r, R_rand r``, ``n=N each, k diverged``;
+      in each, one line labelled ``run`` per run (``get_ydata``: its normalised returns at the
+      evaluation steps every run of its arm has), an ``x`` where each diverged run diverged,
+      then per arm its mean, labelled with the arm.
 
     Raises:
       ConfigError: a task without a normalisation, or with ``r_ref <= r_rand``.
     """
     runs = results.averaged
-    layout = layout_of(runs, results.group_keys)
+    layout = _task_layout(runs, results.group_keys)
     panels = list(layout.panels(with_lines(runs, layout)))
     evals = curves.dropna(subset=["eval/return"]) if "eval/return" in curves else curves
     any_diverged = bool(diverged_steps(runs).notna().any())
     with mpl.rc_context(STYLE):
         fig, axes = panel_grid(len(panels), height=_PANEL_HEIGHT)
-        for ax, (_, panel) in zip(axes, panels, strict=False):
+        for ax, (label, panel) in zip(axes, panels, strict=False):
             task, ref, rand = _task_normalisation(panel, normalisation)
-            members_all = panel.assign(diverged_step=diverged_steps(panel))
-            sizes = []
-            for order, (value, members) in enumerate(layout.lines(members_all)):
+            panel = panel.assign(diverged_step=diverged_steps(panel))
+            means = []
+            for value, members in layout.lines(panel):
                 own = evals[evals["job"].isin(members["job"])]
                 scale = dict(zip(members["job"], _scales(members), strict=True))
                 own = own.assign(**{"eval/return": (own["eval/return"] / own["job"].map(scale)
                                                     - rand) / (ref - rand)})  # fmt: skip
-                fill = {job: 0.0 for job in members["job"]}
-                steps, values = itt_matrix(own, members, fill)
+                steps, values = itt_matrix(own, members, {job: 0.0 for job in members["job"]})
                 style = layout.styles[value]
-                for row in values:
+                for row in values:  # under every arm's mean (zorder 1)
                     ax.plot(steps, row, color=style["color"], linewidth=0.4, alpha=_RUN_ALPHA,
-                            label="run")  # fmt: skip
+                            zorder=1, label="run")  # fmt: skip
+                _mark_divergences(ax, steps, values, members["diverged_step"].to_numpy(float))
                 if len(values) and len(steps):
-                    mean, low, high = mean_band(values, n_resamples=n_resamples, seed=seed)
-                    plot_line(ax, steps, mean, low, high, style, order=order)
-                    ax.get_lines()[-1].set_label(value)
-                sizes.append(len(members))
+                    means.append((value, steps, values))
+            for order, (value, steps, values) in enumerate(means):
+                mean, low, high = mean_band(values, n_resamples=n_resamples, seed=seed)
+                plot_line(ax, steps, mean, low, high, layout.styles[value], order=order)
+                ax.get_lines()[-1].set_label(value)
             for level in (0.0, 1.0):
                 ax.axhline(level, color=GREY, linestyle=":", linewidth=0.7, zorder=0)
-            each = f"n={sizes[0]} each" if len(set(sizes)) == 1 else f"n={min(sizes)}-{max(sizes)}"
-            k = int(members_all["diverged_step"].notna().sum())
-            ax.set_title(
-                f"{task}\nR_ref {ref:.4g}, R_rand {rand:.4g}\n{each}, {k} diverged", loc="left"
-            )
+            others = ", ".join(part for part in label.split(", ")[1:])
+            panel_title(ax, f"{task}{', ' + others if others else ''}\n"
+                            f"R_ref {ref:.4g}, R_rand {rand:.4g}", panel)  # fmt: skip
         for ax in axes[-min(2, len(axes)) :]:
             ax.set_xlabel("training step")
         for ax in axes[:: min(2, len(axes))]:
@@ -119,6 +122,28 @@ def normalised_curves(
             extra.append(divergence_handle())
         variant_legend(fig, layout, extra)
     return fig
+
+
+def _task_layout(runs: pd.DataFrame, group_keys) -> Layout:
+    """The arms (``variant``, varying or not) as lines; the task, then every other varying key,
+    as panels: one task per panel whatever else varies."""
+    others = [k for k in group_keys if k not in ("task", "variant") and runs[k].nunique() > 1]
+    values = [str(v) for v in runs["variant"].unique()]
+    return Layout(
+        "variant",
+        ("task", *others),
+        in_registry_order("variant", values),
+        value_styles("variant", values),
+    )
+
+
+def _mark_divergences(ax, steps: np.ndarray, values: np.ndarray, diverged: np.ndarray) -> None:
+    """An ``x`` on each diverged run's line where it diverged (its value there, interpolated)."""
+    for row, step in zip(values, diverged, strict=True):
+        if step == step and len(steps):
+            x = float(np.clip(step, steps[0], steps[-1]))
+            ax.plot([x], [np.interp(x, steps, row)], linestyle="none", marker="x", markersize=3,
+                    markeredgewidth=0.7, color=_DARK, zorder=4)  # fmt: skip
 
 
 def _task_normalisation(

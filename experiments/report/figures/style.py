@@ -121,10 +121,10 @@ def value_styles(key: str | None, values: Sequence[str]) -> dict[str, dict]:
     A value that is a registered name with its parameters (the table's arm label ``clipnorm
     (clipnorm=0.6)``) takes its name's look, unless two drawn values share that name: those
     follow the registry like unregistered values, so no two lines look alike. Where two drawn
-    values' looks share a colour (positions 8 apart), the one later in the registry takes the
-    first look whose colour no drawn value has (``depth_loss_scale``, position 9, drawn beside
-    ``scale_gradient``, position 1): a variant keeps its registry look in every figure but
-    those where it would share a colour.
+    values' looks share a colour (positions 8 apart: ``depth_loss_scale``, position 9, and
+    ``scale_gradient``, position 1), the one later in the registry takes the first colour that
+    no drawn value has, keeping its line style and marker; every other value keeps its registry
+    look. With more than 8 values drawn, colours repeat (line style and marker still differ).
 
     Args:
       key: the compared key (``variant``), or None.
@@ -140,18 +140,20 @@ def value_styles(key: str | None, values: Sequence[str]) -> dict[str, dict]:
         else:
             order.append(value)
             look[value] = len(order) - 1
+    styles = {value: line_style(look[value]) for value in unique}
     # Two drawn values whose looks fall on one colour (registry positions 8 apart: the palette
-    # has 8) would be told apart by line style alone: the later one, in registry order, takes the
-    # first look whose colour no drawn value has, so no two lines of a figure share a colour
-    # while there are colours to spare.
-    taken: set[int] = set()
+    # has 8) would be told apart by line style alone. Every drawn value keeps its own colour but
+    # the later ones of such a pair, in registry order: each of those takes the first colour that
+    # no drawn value has (its line style and marker stay), while there are colours to spare.
+    owned = {look[value] % len(OKABE_ITO) for value in unique}
+    spare = [i for i in range(len(OKABE_ITO)) if i not in owned]
+    kept: set[int] = set()
     for value in sorted(unique, key=look.__getitem__):
         colour = look[value] % len(OKABE_ITO)
-        if colour in taken and len(taken) < len(OKABE_ITO):
-            look[value] = next(i for i in range(len(OKABE_ITO)) if i not in taken)
-            colour = look[value]
-        taken.add(colour)
-    return {str(v): line_style(look[str(v)]) for v in values}
+        if colour in kept and spare:
+            styles[value] = {**styles[value], "color": OKABE_ITO[spare.pop(0)]}
+        kept.add(colour)
+    return {str(v): styles[str(v)] for v in values}
 
 
 def fold_label(label: str, *, width: int = 20) -> str:
