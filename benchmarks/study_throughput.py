@@ -23,8 +23,9 @@ sweep of shapes never compiled on the machine) or kept per arm and sweep across 
 first by one untimed sweep of that arm (``--xla-cache warm``).
 
 Per round each sweep runs in both arms, the order flipping every round (baseline, current, then
-current, baseline, ...). Printed: each sweep's runs per hour, its phases (below), each arm's
-median over the rounds, and current / baseline per round with its range; ``--out`` gets every
+current, baseline, ...). Printed: each sweep's runs per hour, its phases (below) with the jobs'
+first steps as a share of their job-seconds (:func:`startup_share`), each arm's median over the
+rounds, and current / baseline per round with its range; ``--out`` gets every
 timing as JSON. The script refuses to start (one line, exit 2) on a busy machine (1-minute load
 above ``--max-load``, or another gradlab, pytest or benchmark process): ``--force`` overrides.
 
@@ -387,10 +388,20 @@ def run_sweep(
     )
 
 
+def startup_share(jobs: dict[str, float]) -> float | None:
+    """The jobs' first steps (tracing, compiling or loading; issue 52's start-up) as a fraction of
+    all their job-seconds (setup, first step, steps, tail); None where they sum to nothing."""
+    total = sum(jobs.get(k, 0.0) for k in ("setup_s", "first_step_s", "steps_s", "tail_s"))
+    return jobs.get("first_step_s", 0.0) / total if total > 0 else None
+
+
 def describe(run: SweepRun) -> str:
     """One line of a sweep's figures."""
     p, j = run.phases, run.phases.jobs
     job_part = ", ".join(f"{k[:-2]} {v:.1f}" for k, v in j.items() if k != "steps_s")
+    share = startup_share(j)
+    if share is not None:
+        job_part += f" (first steps {100 * share:.1f}% of the job-seconds)"
     statuses = ", ".join(f"{n} {k}" for k, n in run.statuses.items())
     warned = sum(1 for job in run.jobs if job.warnings)
     return (

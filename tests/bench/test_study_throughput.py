@@ -83,6 +83,17 @@ def _phases(st, name, pid, started, ended, **times):
     return st.JobPhases(name, "completed", pid, 10, started, ended, **fields)
 
 
+def test_startup_share_by_hand(st):
+    # this AMD's warm Catch sweep (docs/performance.md): 13.4 of 3.7 + 13.4 + 201.5 + 0.1
+    jobs = {"setup_s": 3.7, "first_step_s": 13.4, "steps_s": 201.5, "train_s": 166.6,
+            "selfplay_s": 24.8, "eval_s": 10.1, "tail_s": 0.1}  # fmt: skip
+    assert st.startup_share(jobs) == pytest.approx(13.4 / 218.7)
+    assert st.startup_share({}) is None
+    run = st.SweepRun("catch", "current", 1, [], 20, {"completed": 20}, 120.0, 600.0,
+                      st.SweepPhases(120.0, 2.3, 7.5, 3.6, 0.6, jobs), [])  # fmt: skip
+    assert "(first steps 6.1% of the job-seconds)" in st.describe(run)
+
+
 def test_sweep_phases_by_hand(st):
     jobs = [
         _phases(st, "a", 1, 5.0, 20.0, setup_s=0.5),
