@@ -17,11 +17,13 @@ from experiments.report.figures.layout import Layout
 from experiments.report.figures.style import figure_legend
 
 __all__ = [
+    "DARK",
     "GREY",
     "divergence_handle",
     "diverged_steps",
     "log_y",
     "mark_divergences",
+    "mark_run_divergences",
     "panel_title",
     "plot_line",
     "variant_legend",
@@ -29,6 +31,7 @@ __all__ = [
 ]
 
 GREY = "#555555"
+DARK = "#262626"  # marks on the data: where a run diverged
 _MARKS = 5  # markers per line (identity in grey print), staggered across lines
 
 
@@ -60,6 +63,16 @@ def mark_divergences(ax, x, mean, steps: np.ndarray, style: dict) -> None:
     y = np.interp(at, x, mean)
     ax.plot(at, y, linestyle="none", marker="x", markersize=4, markeredgewidth=1.0,
             color=style["color"], zorder=4)  # fmt: skip
+
+
+def mark_run_divergences(ax, steps: np.ndarray, values: np.ndarray, diverged: np.ndarray) -> None:
+    """An ``x`` on each run's line where it diverged (its value there, interpolated): ``values``
+    ``[runs, steps]`` as drawn, ``diverged`` each run's diverging step (NaN: did not diverge)."""
+    for row, step in zip(values, diverged, strict=True):
+        if step == step and len(steps):
+            x = float(np.clip(step, steps[0], steps[-1]))
+            ax.plot([x], [np.interp(x, steps, row)], linestyle="none", marker="x", markersize=3,
+                    markeredgewidth=0.7, color=DARK, zorder=4)  # fmt: skip
 
 
 def panel_title(ax, label: str, runs: pd.DataFrame) -> None:

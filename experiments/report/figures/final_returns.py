@@ -15,6 +15,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from experiments.report.figures.drawing import DARK
 from experiments.report.figures.layout import layout_of, panel_grid
 from experiments.report.figures.profile import itt_final_returns
 from experiments.report.figures.style import STYLE, figure_legend, fold_label
@@ -25,7 +26,6 @@ __all__ = ["final_returns"]
 _ROW = 0.3  # inches per arm
 _JITTER = 0.36  # half the vertical spread of a row's dots, in rows
 _GREY = "#555555"
-_DARK = "#262626"
 
 
 def final_returns(
@@ -71,7 +71,7 @@ def final_returns(
                         continue
                     y = row + rng.uniform(-_JITTER, _JITTER, len(part))
                     if diverged:
-                        style = {"marker": "x", "color": _DARK, "linewidths": 0.6}
+                        style = {"marker": "x", "color": DARK, "linewidths": 0.6}
                     else:
                         style = {"marker": "o", "color": colour, "alpha": 0.6, "linewidths": 0}
                     name = f"{value}: diverged" if diverged else value
@@ -92,7 +92,7 @@ def final_returns(
         handles = [Line2D([], [], linestyle="none", marker="o", color=_GREY, markersize=3)]
         labels = ["one run (colour: arm)"]
         if imputed.any():
-            handles += [Line2D([], [], linestyle="none", marker="x", color=_DARK, markersize=4),
+            handles += [Line2D([], [], linestyle="none", marker="x", color=DARK, markersize=4),
                         Line2D([], [], color=_GREY, linestyle=":", linewidth=0.8)]  # fmt: skip
             labels += ["run diverged", "random policy (diverged runs)"]
         if threshold is not None:

@@ -33,6 +33,7 @@ from experiments.report.figures.drawing import (
     GREY,
     diverged_steps,
     divergence_handle,
+    mark_run_divergences,
     panel_title,
     plot_line,
     variant_legend,
@@ -46,7 +47,6 @@ from experiments.report.runs.results import Results
 __all__ = ["normalised_curves"]
 
 _RUN_ALPHA = 0.22
-_DARK = "#262626"
 _PANEL_HEIGHT = 1.6  # inches per row: a three-line title above each panel
 
 
@@ -98,7 +98,7 @@ def normalised_curves(
                 for row in values:  # under every arm's mean (zorder 1)
                     ax.plot(steps, row, color=style["color"], linewidth=0.4, alpha=_RUN_ALPHA,
                             zorder=1, label="run")  # fmt: skip
-                _mark_divergences(ax, steps, values, members["diverged_step"].to_numpy(float))
+                mark_run_divergences(ax, steps, values, members["diverged_step"].to_numpy(float))
                 if len(values) and len(steps):
                     means.append((value, steps, values))
             for order, (value, steps, values) in enumerate(means):
@@ -135,15 +135,6 @@ def _task_layout(runs: pd.DataFrame, group_keys) -> Layout:
         in_registry_order("variant", values),
         value_styles("variant", values),
     )
-
-
-def _mark_divergences(ax, steps: np.ndarray, values: np.ndarray, diverged: np.ndarray) -> None:
-    """An ``x`` on each diverged run's line where it diverged (its value there, interpolated)."""
-    for row, step in zip(values, diverged, strict=True):
-        if step == step and len(steps):
-            x = float(np.clip(step, steps[0], steps[-1]))
-            ax.plot([x], [np.interp(x, steps, row)], linestyle="none", marker="x", markersize=3,
-                    markeredgewidth=0.7, color=_DARK, zorder=4)  # fmt: skip
 
 
 def _task_normalisation(

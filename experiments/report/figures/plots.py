@@ -50,11 +50,13 @@ from experiments.base.errors import ConfigError
 from experiments.report.figures.bands import mean_band
 from experiments.report.figures.curves import run_curves
 from experiments.report.figures.drawing import (
+    DARK,
     GREY,
     diverged_steps,
     divergence_handle,
     log_y,
     mark_divergences,
+    mark_run_divergences,
     panel_title,
     plot_line,
     variant_legend,
@@ -94,7 +96,6 @@ __all__ = [
 
 _ARM_PANEL_HEIGHT = 1.2  # inches per row of arm panels
 _RUN_ALPHA = 0.35
-_DARK = "#262626"
 
 
 def arm_panels(runs: pd.DataFrame, layout) -> list[tuple[str, str, pd.DataFrame]]:
@@ -157,12 +158,7 @@ def return_curves(
             colour = layout.styles[value]["color"]
             for row in values:
                 ax.plot(steps, row, color=colour, linewidth=0.5, alpha=_RUN_ALPHA, label="run")
-            at = members["diverged_step"].to_numpy(float)
-            for row, step in zip(values, at, strict=True):
-                if step == step and len(steps):
-                    x = float(np.clip(step, steps[0], steps[-1]))
-                    ax.plot([x], [np.interp(x, steps, row)], linestyle="none", marker="x",
-                            markersize=3, markeredgewidth=0.7, color=_DARK, zorder=4)  # fmt: skip
+            mark_run_divergences(ax, steps, values, members["diverged_step"].to_numpy(float))
             k = int(members["diverged_step"].notna().sum())
             ax.set_title(f"{fold_label(title)}\nn={len(members)}, {k} diverged", loc="left")
             if threshold is not None:
@@ -180,7 +176,7 @@ def return_curves(
         if diverged:
             handles.append((Line2D([], [], color=GREY, linestyle=":", linewidth=0.8),
                             "random policy (diverged runs)"))  # fmt: skip
-            handles.append((Line2D([], [], linestyle="none", marker="x", color=_DARK,
+            handles.append((Line2D([], [], linestyle="none", marker="x", color=DARK,
                                    markersize=4), "run diverged"))  # fmt: skip
         figure_legend(fig, [h for h, _ in handles], [label for _, label in handles])
     return fig
