@@ -42,6 +42,11 @@ def main() -> None:
     parser.add_argument("variants", help="comma-separated, in the order to run them")
     parser.add_argument("--xla-cache", required=True, help="XLA's persistent cache folder")
     parser.add_argument("--rows", type=int, default=300, help="training steps a job runs")
+    parser.add_argument(
+        "--no-graphs",
+        action="store_true",
+        help="trace every build (no graph store beside the XLA cache, as before 2026-12-07)",
+    )
     parser.add_argument("overrides", nargs="*", default=["task=catch", "regime=tuned"])
     args = parser.parse_args()
     register_schema(MuZeroConfig)
@@ -53,6 +58,7 @@ def main() -> None:
     from tensorflow.python.eager.polymorphic_function import polymorphic_function
 
     from experiments.muzero import AgentCache, learner, train
+    from experiments.muzero.runtime import GraphStore
 
     spent: dict[str, float] = {}
 
@@ -74,8 +80,8 @@ def main() -> None:
         learner.Learner, "update_tensors", "first update", first_only=lambda s, *_: s._step is None
     )
     timed(train, "_warm_up", "warm-up")
-    before = set(cache_dir.glob("*"))
-    agents = AgentCache()
+    before = set(cache_dir.glob("xla_*"))
+    agents = AgentCache(graphs=None if args.no_graphs else GraphStore.beside(cache_dir))
     for variant_name in args.variants.split(","):
         for seed in (0, 1):
             spent.clear()
@@ -97,7 +103,7 @@ def main() -> None:
                 flush=True,
             )
     print(f"agents built {agents.misses}, restarted {agents.hits}; "
-          f"XLA cache files written: {len(set(cache_dir.glob('*')) - before)}")  # fmt: skip
+          f"XLA cache files written: {len(set(cache_dir.glob('xla_*')) - before)}")  # fmt: skip
 
 
 if __name__ == "__main__":

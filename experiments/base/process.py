@@ -13,7 +13,14 @@ import os
 import sys
 from collections.abc import Iterator
 
-__all__ = ["cores", "limit_threads", "quiet_tensorflow", "seed_everything", "use_xla_cache"]
+__all__ = [
+    "cores",
+    "limit_threads",
+    "quiet_tensorflow",
+    "seed_everything",
+    "use_xla_cache",
+    "xla_cache_dir",
+]
 
 
 def cores() -> int:
@@ -91,6 +98,14 @@ def use_xla_cache(directory: str | os.PathLike[str] | None) -> None:
     name = "--tf_xla_persistent_cache_directory"
     flags = [f for f in os.environ.get("TF_XLA_FLAGS", "").split() if not f.startswith(name)]
     os.environ["TF_XLA_FLAGS"] = " ".join([*flags, f"{name}={path}"])
+
+
+def xla_cache_dir() -> str | None:
+    """The folder :func:`use_xla_cache` gave this process's XLA programs (read back from
+    ``TF_XLA_FLAGS``), or None where it gave none."""
+    name = "--tf_xla_persistent_cache_directory="
+    found = [f for f in os.environ.get("TF_XLA_FLAGS", "").split() if f.startswith(name)]
+    return found[-1][len(name) :] or None if found else None
 
 
 def seed_everything(seed: int, *, deterministic: bool = True, tensorflow: bool = True) -> None:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Hashable
 
 from experiments.muzero.learner import Learner
 from experiments.muzero.networks import Networks
+from experiments.muzero.runtime.graph_store import GraphStore
 from experiments.muzero.selfplay import Inference
 
 __all__ = ["Agent", "AgentCache"]
@@ -39,15 +40,19 @@ class AgentCache:
     task, variant with its parameters, placement) and nothing that changes between runs of the
     same shapes but the seed; :func:`experiments.muzero.train.train` builds it.
 
+    ``graphs``: where an agent it builds keeps its traced train step for later processes (see
+    :mod:`experiments.muzero.runtime.graph_store`), or None.
+
     Attributes:
       hits: runs that restarted a kept agent.
       misses: runs that built one.
     """
 
-    def __init__(self, capacity: int = 2) -> None:
+    def __init__(self, capacity: int = 2, *, graphs: GraphStore | None = None) -> None:
         if capacity < 1:
             raise ValueError(f"capacity must be >= 1, got {capacity}")
         self.capacity = capacity
+        self.graphs = graphs
         self._agents: collections.OrderedDict[Hashable, Agent] = collections.OrderedDict()
         self.hits = 0
         self.misses = 0

@@ -54,6 +54,7 @@ from experiments.muzero.optimizers import make_optimizer
 from experiments.muzero.options import step_weights
 from experiments.muzero.replay import Batch
 from experiments.muzero.runtime.compiled_call import FlatCall
+from experiments.muzero.runtime.graph_store import GraphStore
 
 __all__ = ["Learner", "StepInputs", "make_optimizer", "step_weights"]
 
@@ -89,8 +90,14 @@ class Learner:
         config: MuZeroConfig,
         variant: Variant,
         placement: Placement,
+        graphs: GraphStore | None = None,
+        identity: str | None = None,
     ) -> None:
         self.networks = networks
+        # where the traced step is kept for later processes, and what it depends on but the code
+        # (graph_store; both or neither): None traces it in every process
+        self._graphs = graphs if identity is not None else None
+        self._identity = identity
         self.config = config
         self.variant = variant
         self.placement = placement
@@ -269,6 +276,27 @@ class Learner:
         self._metric_names = list(metrics)
         return tf.stack([tf.cast(value, tf.float32) for value in metrics.values()])
 
+    def _compiled_step(self) -> Any:
+        """The traced step as a call on a :class:`StepInputs`: its stored graph where a
+        :class:`~experiments.muzero.runtime.graph_store.GraphStore` has (or can keep) it, else
+        the concrete function (:class:`FlatCall`). Either runs the same program."""
+        if self._graphs is not None and self._identity is not None:
+            variables = [
+                *self.networks.variables,
+                *(v for o in self.optimizers for v in o.variables),
+            ]
+            found = self._graphs.program(
+                f"train step\n{self._identity}",
+                self._update.get_concrete_function,
+                variables,
+                lambda: {"metric_names": self._metric_names},
+            )
+            if found is not None:
+                call, extra = found
+                self._metric_names = list(extra["metric_names"])
+                return StoredStep(call, self.batch_spec())
+        return FlatCall(self._update.get_concrete_function())
+
     def batch_spec(self) -> dict[str, tf.TensorSpec]:
         """The fixed signature of the compiled step's input: shapes from the config, so the step
         is traced once and called without any per-call signature matching."""
@@ -309,9 +337,36 @@ class Learner:
     def update_tensors(self, tensors: StepInputs) -> dict[str, float]:
         """:meth:`update` on the arrays of :meth:`batch_tensors` (shapes of :meth:`batch_spec`)."""
         if self._step is None:
-            self._step = FlatCall(self._update.get_concrete_function())
+            self._step = self._compiled_step()
         # The concrete function, not the tf.function: NumPy arrays through the tf.function's
         # signature matching cost about a whole step per call (docs/performance.md); called with
         # its flat tensors (FlatCall): TensorFlow's per-call binding left out.
         values = self._step(tensors)
         return dict(zip(self._metric_names, values.numpy().tolist(), strict=True))
+
+
+class StoredStep:
+    """A stored train step called on a :class:`StepInputs` as :class:`FlatCall` calls the traced
+    one: each input checked against ``spec`` (dtype and shape), NumPy arrays converted, the
+    inputs in the signature's flat order (sorted keys); returns the ``[M]`` metrics tensor."""
+
+    def __init__(self, call: Any, spec: dict[str, tf.TensorSpec]) -> None:
+        self._call = call
+        self._spec = [(key, spec[key]) for key in sorted(spec)]
+
+    def __call__(self, tensors: StepInputs) -> tf.Tensor:
+        if sorted(tensors) != [key for key, _ in self._spec]:
+            raise ConfigError(
+                f"the step's inputs are {sorted(tensors)}; expected {[k for k, _ in self._spec]}"
+            )
+        flat = []
+        for key, spec in self._spec:
+            value = tensors[key]  # type: ignore[literal-required]
+            tensor = value if isinstance(value, tf.Tensor) else tf.constant(value)
+            if tensor.dtype != spec.dtype or tuple(tensor.shape) != tuple(spec.shape):
+                raise ConfigError(
+                    f"input {key!r} is {tensor.dtype.name} {list(tensor.shape)}; "
+                    f"expected {spec.dtype.name} {spec.shape.as_list()}"
+                )
+            flat.append(tensor)
+        return self._call(flat)[0]

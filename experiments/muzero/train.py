@@ -25,6 +25,7 @@ from experiments.muzero.replay import Batch, ReplayBuffer
 from experiments.muzero.runtime.batches import Batches
 from experiments.muzero.runtime.compiled_call import copies_available
 from experiments.muzero.runtime.deferred import DeferredEvaluations
+from experiments.muzero.runtime.graph_store import GraphStore
 from experiments.muzero.selfplay import Inference, SelfPlay, evaluate
 from experiments.muzero.support import resolve_support_sizes
 from experiments.tasks import TaskConfig, VectorEnv, make_env
@@ -109,7 +110,10 @@ def train(
     if cache is None:
         agent = build(networks())
     else:
-        agent = cache.agent(_cache_key(config, task, variant, placement), networks, build)
+        key = _cache_key(config, task, variant, placement)
+        if cache.graphs is not None and _builtin(variant):
+            build = functools.partial(build, graphs=cache.graphs, identity=repr(key))
+        agent = cache.agent(key, networks, build)
     replay = ReplayBuffer(
         capacity=config.replay_capacity,
         observation_size=env.observation_size,
@@ -160,10 +164,24 @@ def _networks(
 
 
 def _agent(
-    nets: Networks, *, config: MuZeroConfig, variant: Variant, placement: Placement
+    nets: Networks,
+    *,
+    config: MuZeroConfig,
+    variant: Variant,
+    placement: Placement,
+    graphs: GraphStore | None = None,
+    identity: str | None = None,
 ) -> Agent:
-    """The learner and the search model around ``nets``."""
-    learner = Learner(nets, config=config, variant=variant, placement=placement)
+    """The learner and the search model around ``nets``; the learner's traced step kept in
+    ``graphs`` under ``identity`` (the agent key's repr) where given."""
+    learner = Learner(
+        nets,
+        config=config,
+        variant=variant,
+        placement=placement,
+        graphs=graphs,
+        identity=identity,
+    )
     # The search plans with the model as trained: the variant's forward transform, if any,
     # sits in its recurrent inference where the learner's unroll puts it.
     inference = Inference(
@@ -179,6 +197,15 @@ def _cache_key(
     compiled functions depend on, and not the seed."""
     params = tuple(sorted(variant.params.items()))
     return (repr(config), repr(task), variant.name, params, placement.name)
+
+
+def _builtin(variant: Variant) -> bool:
+    """Whether ``variant``'s code is gradlab's own (a registry entry, not a plug-in's): only
+    then does a stored graph's key cover it (:func:`~experiments.muzero.runtime.graph_store.
+    source_fingerprint` reads the ``experiments`` package alone)."""
+    from experiments.gradients import VARIANTS
+
+    return variant.name in VARIANTS.builtins and VARIANTS.plugin(variant.name) is None
 
 
 def _warm_up(actor: SelfPlay, replay: ReplayBuffer, *, config: MuZeroConfig) -> list[float]:

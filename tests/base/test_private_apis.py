@@ -3,7 +3,8 @@
 The private API is made to fail as a TensorFlow or Hydra upgrade would make it fail: the attribute
 deleted (``monkeypatch.delattr``), or a stand-in that raises what a moved module or a changed
 signature raises. The private paths themselves are tested in tests/muzero/test_compiled_call.py,
-tests/launch/test_plan.py and tests/launch/test_planned_sweeper.py.
+tests/muzero/test_graph_store.py, tests/launch/test_plan.py and
+tests/launch/test_planned_sweeper.py.
 """
 
 from __future__ import annotations
@@ -37,6 +38,46 @@ def _recorded(run):
         warnings.simplefilter("always")
         result = run()
     return result, [str(w.message) for w in caught if w.category is PrivateAPIWarning]
+
+
+# ---------------------------------------------------------------------------------------------
+# TensorFlow: context.call_function, add_function_def and ops.uid
+# (experiments/muzero/runtime/graph_store.py).
+
+
+def test_graph_store_without_add_function_def_traces_with_the_same_rows_and_warns(
+    tmp_path, monkeypatch
+):
+    import dataclasses
+
+    from tensorflow.python.eager import context
+
+    from experiments.gradients import get_placement, make_variant
+    from experiments.muzero.agents import AgentCache
+    from experiments.muzero.config import NetworkConfig
+    from experiments.muzero.runtime.graph_store import GraphStore
+    from experiments.muzero.train import train
+    from experiments.tasks import TaskConfig
+
+    config = dataclasses.replace(
+        MuZeroConfig(network=NetworkConfig(hidden_size=8, width=16)),
+        training_steps=4, num_envs=4, selfplay_interval=1, num_simulations=3, unroll_steps=2,
+        batch_size=8, eval_every=2, eval_episodes=2, jit_compile=False,
+    )  # fmt: skip
+
+    def rows(graphs):
+        cache = AgentCache(graphs=graphs)
+        run = train(config, TaskConfig(), make_variant("none"), get_placement("pseudocode"),
+                    seed=1, cache=cache, overlap=False)  # fmt: skip
+        return [{k: v for k, v in r.items() if not k.startswith("time/")} for r in run]
+
+    plain = rows(None)
+    monkeypatch.delattr(context.Context, "add_function_def")
+    fallback, messages = _recorded(lambda: rows(GraphStore(tmp_path, fingerprint="f")))
+    assert fallback == plain
+    assert len(messages) == 1 and "call_function or ops.uid is unavailable" in messages[0]
+    assert "the traced function" in messages[0]
+    assert not list(tmp_path.glob("*.json"))  # nothing stored that this TensorFlow cannot run
 
 
 # ---------------------------------------------------------------------------------------------

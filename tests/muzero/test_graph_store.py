@@ -1,0 +1,248 @@
+"""The graph store: a train step traced once, stored, and run from its stored definition in later
+processes with the same numbers, the same XLA programs, and without tracing."""
+
+import dataclasses
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow.python.framework import ops
+
+from experiments.base import process
+from experiments.base.private_api import PrivateAPIWarning
+from experiments.gradients import get_placement, make_variant
+from experiments.muzero.agents import AgentCache
+from experiments.muzero.config import MuZeroConfig, NetworkConfig
+from experiments.muzero.runtime import graph_store
+from experiments.muzero.runtime.graph_store import GraphStore, source_fingerprint
+from experiments.muzero.train import _builtin, train
+from experiments.tasks import TaskConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = MuZeroConfig(
+    network=NetworkConfig(hidden_size=8, width=16),
+    training_steps=12,
+    num_envs=4,
+    selfplay_interval=1,
+    num_simulations=3,
+    unroll_steps=2,
+    batch_size=8,
+    eval_every=4,
+    eval_episodes=2,
+    jit_compile=True,
+)
+
+
+def _without_time(rows):
+    return [{k: v for k, v in row.items() if not k.startswith("time/")} for row in rows]
+
+
+def _run(variant, *, seed=2, graphs=None, config=TINY, **params):
+    cache = AgentCache(graphs=graphs)
+    rows = train(
+        config, TaskConfig(), make_variant(variant, **params), get_placement("pseudocode"),
+        seed=seed, cache=cache, overlap=False,
+    )  # fmt: skip
+    return _without_time(list(rows))
+
+
+# ------------------------------------------------------------------------------------------
+# In one process: the stored step against the traced one
+
+
+@pytest.mark.parametrize(
+    "variant",
+    # a hidden-state transform; a kernel constraint applied by the optimizer; two optimizers
+    ["scale_gradient", "maxnorm", "dynamics_lr_scale"],
+)
+def test_a_stored_step_gives_the_traced_steps_rows_bit_for_bit(tmp_path, variant):
+    traced = _run(variant)
+    store = GraphStore(tmp_path)
+    stored = _run(variant, graphs=store)  # traced, stored, run from the store
+    assert stored == traced
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert len(files) == 2 and files[0].endswith(".json") and files[1].endswith(".pb")
+    meta = json.loads((tmp_path / files[0]).read_text())
+    pb = (tmp_path / files[1]).read_bytes()
+    assert meta["sha256"] == hashlib.sha256(pb).hexdigest()
+    assert meta["name"] == f"gradlab_{files[1][:32]}"  # its own name, from its key
+    assert meta["extra"]["metric_names"][:2] == ["loss/total", "loss/value"]
+    if variant == "scale_gradient":  # another agent in this process: loaded, already registered
+        assert _run(variant, graphs=store, seed=3) == _run(variant, seed=3)
+
+
+# ------------------------------------------------------------------------------------------
+# The store itself
+
+
+def _dense():
+    w = tf.Variable([[1.0, 2.0], [3.0, 4.0]])
+    b = tf.Variable([0.5, -0.5])
+    fn = tf.function(lambda x: tf.nn.relu(x @ w + b), jit_compile=True, autograph=False)
+    return fn, [w, b]
+
+
+def test_round_trip_reads_the_given_variables_and_advances_names_as_a_trace(tmp_path):
+    fn, variables = _dense()
+    store = GraphStore(tmp_path, fingerprint="f")
+    spec = tf.TensorSpec([1, 2], tf.float32)
+    start = ops.uid()
+    call, extra = store.program("dense", lambda: fn.get_concrete_function(spec), variables,
+                                lambda: {"k": 1})  # fmt: skip
+    traced_uids = ops.uid() - start
+    x = tf.constant([[1.0, -1.0]])
+    # [1, -1] @ [[1, 2], [3, 4]] + [0.5, -0.5] = [-2 + 0.5, -2 - 0.5], relu -> [0, 0]
+    np.testing.assert_array_equal(call([x])[0].numpy(), [[0.0, 0.0]])
+    assert extra == {"k": 1}
+    # another process would load; here a second store on the same folder reads the files
+    w2, b2 = tf.Variable([[1.0, 0.0], [0.0, 1.0]]), tf.Variable([1.0, 1.0])
+    start = ops.uid()
+    loaded, extra2 = GraphStore(tmp_path, fingerprint="f").program(
+        "dense", lambda: pytest.fail("traced again"), [w2, b2], lambda: {}
+    )
+    assert ops.uid() - start == traced_uids  # the same counter step as the trace
+    assert extra2 == {"k": 1}
+    # identity weights, bias 1: relu([1, -1] + 1) = [2, 0]
+    np.testing.assert_array_equal(loaded([x])[0].numpy(), [[2.0, 0.0]])
+
+
+def test_keys_differ_by_identity_and_fingerprint():
+    a = GraphStore(Path("x"), fingerprint="one")
+    assert a.key("i") == hashlib.sha256(b"1\none\ni").hexdigest()
+    assert a.key("i") != a.key("j")
+    assert a.key("i") != GraphStore(Path("x"), fingerprint="two").key("i")
+
+
+def test_source_fingerprint_follows_every_py_file(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.py").write_text("x = 1\n")
+    (tmp_path / "sub" / "b.py").write_text("y = 2\n")
+    (tmp_path / "notes.txt").write_text("ignored")
+    expected = hashlib.sha256(b"a.py\0x = 1\n\0sub/b.py\0y = 2\n\0").hexdigest()
+    assert source_fingerprint(tmp_path) == expected
+    (tmp_path / "notes.txt").write_text("changed")
+    assert source_fingerprint(tmp_path) == expected
+    (tmp_path / "sub" / "b.py").write_text("y = 3\n")
+    assert source_fingerprint(tmp_path) != expected
+    assert len(source_fingerprint()) == 64  # the experiments package itself
+
+
+def test_damaged_or_missing_files_are_not_used(tmp_path):
+    fn, variables = _dense()
+    store = GraphStore(tmp_path, fingerprint="f")
+    assert store.load("dense") is None
+    spec = tf.TensorSpec([1, 2], tf.float32)
+    assert store.program("dense", lambda: fn.get_concrete_function(spec), variables, dict)
+    key = store.key("dense")
+    assert store.load("dense") is not None
+    pb = tmp_path / f"{key}.pb"
+    pb.write_bytes(pb.read_bytes()[:-1])  # one byte short: the hash no longer matches
+    assert store.load("dense") is None
+    (tmp_path / f"{key}.json").write_text("{not json")
+    assert store.load("dense") is None
+    # traced again and rewritten
+    assert store.program("dense", lambda: fn.get_concrete_function(spec), variables, dict)
+    assert store.load("dense") is not None
+
+
+def test_a_function_reading_anything_else_is_not_stored(tmp_path):
+    fn, variables = _dense()
+    store = GraphStore(tmp_path, fingerprint="f")
+    spec = tf.TensorSpec([1, 2], tf.float32)
+    # the bias is not among the variables given: the graph cannot be bound elsewhere
+    assert (
+        store.program("dense", lambda: fn.get_concrete_function(spec), variables[:1], dict) is None
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_missing_private_call_warns_and_falls_back(tmp_path, monkeypatch):
+    fn, variables = _dense()
+    store = GraphStore(tmp_path, fingerprint="f")
+
+    def gone(self, variables):
+        raise AttributeError("context has no add_function_def")
+
+    monkeypatch.setattr(graph_store.StoredGraph, "bind", gone)
+    spec = tf.TensorSpec([1, 2], tf.float32)
+    with pytest.warns(PrivateAPIWarning, match="add_function_def"):
+        assert (
+            store.program("dense", lambda: fn.get_concrete_function(spec), variables, dict) is None
+        )
+
+
+def test_the_store_sits_in_the_xla_cache_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("TF_XLA_FLAGS", "")  # recorded, so the flag set below is undone after
+    assert process.xla_cache_dir() is None
+    assert GraphStore.beside(None) is None
+    process.use_xla_cache(tmp_path / "xla")
+    assert process.xla_cache_dir() == str(tmp_path / "xla")
+    assert GraphStore.beside(process.xla_cache_dir()).folder == tmp_path / "xla" / "graphs"
+
+
+def test_only_builtin_variants_are_stored():
+    assert _builtin(make_variant("scale_gradient"))
+    assert not _builtin(dataclasses.replace(make_variant("none"), name="norm_scale_gradient"))
+
+
+# ------------------------------------------------------------------------------------------
+# In fresh processes, as a sweep's hosts run: traced and stored, then loaded
+
+
+SCRIPT = textwrap.dedent(
+    """
+    import json, sys
+    from pathlib import Path
+    from experiments.base import process
+    mode, folder, out = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
+    process.limit_threads(1)
+    process.use_xla_cache(folder)
+    from experiments.gradients import get_placement, make_variant
+    from experiments.muzero import learner
+    from experiments.muzero.agents import AgentCache
+    from experiments.muzero.runtime.graph_store import GraphStore
+    from experiments.muzero.train import train
+    from experiments.tasks import TaskConfig
+    from tests.muzero.test_graph_store import TINY
+    if mode == "load":
+        def traced(*a, **k):
+            raise AssertionError("the train step was traced")
+        learner.Learner._update_packed = traced
+    graphs = None if mode == "plain" else GraphStore.beside(process.xla_cache_dir())
+    rows = train(TINY, TaskConfig(), make_variant("scale_gradient"), get_placement("pseudocode"),
+                 seed=7, cache=AgentCache(graphs=graphs), overlap=False)
+    rows = [{k: v for k, v in r.items() if not k.startswith("time/")} for r in rows]
+    Path(out).write_text(json.dumps(rows))
+    """
+)
+
+
+def _process(mode, folder, out):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "3"}
+    env.pop("TF_XLA_FLAGS", None)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, mode, str(folder), str(out)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(Path(out).read_text())
+
+
+def test_later_processes_load_the_graph_and_its_programs_with_the_same_rows(tmp_path):
+    plain = _process("plain", tmp_path / "plain", tmp_path / "plain.json")
+    folder = tmp_path / "stored"
+    first = _process("store", folder, tmp_path / "first.json")
+    programs = sorted(p.name for p in folder.glob("xla_*"))
+    assert programs and len(list((folder / "graphs").glob("*.pb"))) == 1
+    second = _process("load", folder, tmp_path / "second.json")
+    assert first == plain and second == plain
+    assert len(plain) == TINY.training_steps
+    # the loaded graph's program came from XLA's cache: nothing compiled, nothing written
+    assert sorted(p.name for p in folder.glob("xla_*")) == programs
