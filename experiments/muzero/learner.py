@@ -41,12 +41,14 @@ per depth, and a flag for non-finite losses or gradients.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, TypedDict
 
 import numpy as np
 import tensorflow as tf
 
 from experiments.base.errors import ConfigError
+from experiments.base.private_api import BROKEN, warn_fallback
 from experiments.gradients import Placement, Variant
 from experiments.muzero.config import MuZeroConfig
 from experiments.muzero.networks import Networks, recurrent_step
@@ -291,10 +293,14 @@ class Learner:
                 variables,
                 lambda: {"metric_names": self._metric_names},
             )
-            if found is not None:
-                call, extra = found
-                self._metric_names = list(extra["metric_names"])
-                return StoredStep(call, self.batch_spec())
+            names = None if found is None else found[1].get("metric_names")
+            if isinstance(names, list) and all(isinstance(n, str) for n in names):
+                self._metric_names = names
+                return StoredStep(found[0], self.batch_spec(), fallback=self._traced_step)
+        return self._traced_step()
+
+    def _traced_step(self) -> FlatCall:
+        """The traced step's concrete function, called flat (traced now if it was not)."""
         return FlatCall(self._update.get_concrete_function())
 
     def batch_spec(self) -> dict[str, tf.TensorSpec]:
@@ -348,13 +354,24 @@ class Learner:
 class StoredStep:
     """A stored train step called on a :class:`StepInputs` as :class:`FlatCall` calls the traced
     one: each input checked against ``spec`` (dtype and shape), NumPy arrays converted, the
-    inputs in the signature's flat order (sorted keys); returns the ``[M]`` metrics tensor."""
+    inputs in the signature's flat order (sorted keys); returns the ``[M]`` metrics tensor.
 
-    def __init__(self, call: Any, spec: dict[str, tf.TensorSpec]) -> None:
+    If the stored call fails as a changed private API fails (TensorFlow's ``call_function``
+    taking other arguments: an :data:`~experiments.base.private_api.BROKEN` error, raised before
+    anything runs), it warns once and calls ``fallback()`` (the traced step) from then on.
+    """
+
+    def __init__(
+        self, call: Any, spec: dict[str, tf.TensorSpec], *, fallback: Callable[[], Any]
+    ) -> None:
         self._call = call
+        self._fallback = fallback
+        self._traced: Any = None
         self._spec = [(key, spec[key]) for key in sorted(spec)]
 
     def __call__(self, tensors: StepInputs) -> tf.Tensor:
+        if self._traced is not None:
+            return self._traced(tensors)
         if sorted(tensors) != [key for key, _ in self._spec]:
             raise ConfigError(
                 f"the step's inputs are {sorted(tensors)}; expected {[k for k, _ in self._spec]}"
@@ -369,4 +386,14 @@ class StoredStep:
                     f"expected {spec.dtype.name} {spec.shape.as_list()}"
                 )
             flat.append(tensor)
-        return self._call(flat)[0]
+        try:
+            return self._call(flat)[0]
+        except BROKEN as err:
+            warn_fallback(
+                "TensorFlow's context.call_function (a stored train step)",
+                "the traced step",
+                "tracing it in every process",
+                err,
+            )
+            self._traced = self._fallback()
+            return self._traced(tensors)

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
+from tensorflow.python.eager import context
 from tensorflow.python.framework import ops
 
 from experiments.base import process
@@ -72,6 +73,7 @@ def test_a_stored_step_gives_the_traced_steps_rows_bit_for_bit(tmp_path, variant
     meta = json.loads((tmp_path / files[0]).read_text())
     pb = (tmp_path / files[1]).read_bytes()
     assert meta["sha256"] == hashlib.sha256(pb).hexdigest()
+    assert {(tmp_path / f).stat().st_mode & 0o777 for f in files} == {0o644}
     assert meta["name"] == f"gradlab_{files[1][:32]}"  # its own name, from its key
     assert meta["extra"]["metric_names"][:2] == ["loss/total", "loss/value"]
     if variant == "scale_gradient":  # another agent in this process: loaded, already registered
@@ -103,6 +105,7 @@ def test_round_trip_reads_the_given_variables_and_advances_names_as_a_trace(tmp_
     assert extra == {"k": 1}
     # another process would load; here a second store on the same folder reads the files
     w2, b2 = tf.Variable([[1.0, 0.0], [0.0, 1.0]]), tf.Variable([1.0, 1.0])
+    context.context().remove_function(store.load("dense").name)  # as in a new process
     start = ops.uid()
     loaded, extra2 = GraphStore(tmp_path, fingerprint="f").program(
         "dense", lambda: pytest.fail("traced again"), [w2, b2], lambda: {}
@@ -113,11 +116,39 @@ def test_round_trip_reads_the_given_variables_and_advances_names_as_a_trace(tmp_
     np.testing.assert_array_equal(loaded([x])[0].numpy(), [[2.0, 0.0]])
 
 
-def test_keys_differ_by_identity_and_fingerprint():
+def test_keys_differ_by_identity_fingerprint_and_tracing_context():
     a = GraphStore(Path("x"), fingerprint="one")
-    assert a.key("i") == hashlib.sha256(b"1\none\ni").hexdigest()
+    context_text = graph_store.tracing_context()
+    assert context_text.startswith("determinism ") and "floatx float32" in context_text
+    expected = hashlib.sha256(f"1\none\n{context_text}\ni".encode()).hexdigest()
+    assert a.key("i") == expected
     assert a.key("i") != a.key("j")
     assert a.key("i") != GraphStore(Path("x"), fingerprint="two").key("i")
+
+
+def test_op_determinism_is_part_of_the_key(tmp_path):
+    """softmax_cross_entropy_with_logits traces other ops with determinism on: a graph stored
+    with it on is never loaded with it off."""
+    from tensorflow.python.framework import config
+
+    fn, variables = _dense()
+    store = GraphStore(tmp_path, fingerprint="f")
+    spec = tf.TensorSpec([1, 2], tf.float32)
+    was = config.is_op_determinism_enabled()
+    traced = []
+
+    def trace():
+        traced.append(config.is_op_determinism_enabled())
+        return fn.get_concrete_function(spec)
+
+    try:
+        for on in (True, False, True):
+            (config.enable_op_determinism if on else config.disable_op_determinism)()
+            assert store.program("dense", trace, variables, dict) is not None
+    finally:
+        (config.enable_op_determinism if was else config.disable_op_determinism)()
+    assert traced == [True, False]  # the third loads what the first stored
+    assert len(list(tmp_path.glob("*.pb"))) == 2
 
 
 def test_source_fingerprint_follows_every_py_file(tmp_path):
@@ -152,6 +183,37 @@ def test_damaged_or_missing_files_are_not_used(tmp_path):
     assert store.load("dense") is not None
 
 
+def test_a_definition_the_runtime_refuses_is_traced_and_stored_again(tmp_path):
+    fn, variables = _dense()
+    store = GraphStore(tmp_path, fingerprint="f")
+    key = store.key("dense")
+    (tmp_path / f"{key}.pb").write_bytes(b"\xff not a FunctionDef")
+    meta = {"name": "gradlab_x", "captures": [0, 1], "uids": 3, "extra": {},
+            "sha256": hashlib.sha256(b"\xff not a FunctionDef").hexdigest()}  # fmt: skip
+    (tmp_path / f"{key}.json").write_text(json.dumps(meta))
+    assert store.load("dense") is not None  # the files agree with each other
+    spec = tf.TensorSpec([1, 2], tf.float32)
+    call, _ = store.program("dense", lambda: fn.get_concrete_function(spec), variables, dict)
+    # [1, 1] @ [[1, 2], [3, 4]] + [0.5, -0.5] = [4.5, 5.5]
+    np.testing.assert_array_equal(call([tf.constant([[1.0, 1.0]])])[0].numpy(), [[4.5, 5.5]])
+    assert store.load("dense").name == f"gradlab_{key[:32]}"  # rewritten
+
+
+def test_nothing_is_written_where_it_cannot_be_or_the_code_changed(tmp_path, monkeypatch):
+    fn, variables = _dense()
+    spec = tf.TensorSpec([1, 2], tf.float32)
+    (tmp_path / "file").write_text("a file where the folder would go")
+    blocked = GraphStore(tmp_path / "file" / "graphs", fingerprint="f")
+    call, _ = blocked.program("dense", lambda: fn.get_concrete_function(spec), variables, dict)
+    np.testing.assert_array_equal(call([tf.constant([[1.0, 1.0]])])[0].numpy(), [[4.5, 5.5]])
+    store = GraphStore(tmp_path / "store", fingerprint="f")
+    monkeypatch.setattr(graph_store, "_imported_sources", lambda: "the files as edited since")
+    assert store.program("dense", lambda: fn.get_concrete_function(spec), variables, dict)
+    assert not (tmp_path / "store").exists()
+    off = GraphStore(tmp_path, fingerprint=None)  # a source file could not be read
+    assert off.program("dense", pytest.fail, variables, dict) is None
+
+
 def test_a_function_reading_anything_else_is_not_stored(tmp_path):
     fn, variables = _dense()
     store = GraphStore(tmp_path, fingerprint="f")
@@ -170,12 +232,31 @@ def test_a_missing_private_call_warns_and_falls_back(tmp_path, monkeypatch):
     def gone(self, variables):
         raise AttributeError("context has no add_function_def")
 
-    monkeypatch.setattr(graph_store.StoredGraph, "bind", gone)
     spec = tf.TensorSpec([1, 2], tf.float32)
-    with pytest.warns(PrivateAPIWarning, match="add_function_def"):
-        assert (
-            store.program("dense", lambda: fn.get_concrete_function(spec), variables, dict) is None
-        )
+    assert store.program("dense", lambda: fn.get_concrete_function(spec), variables, dict)
+    monkeypatch.setattr(graph_store.StoredGraph, "bind", gone)
+    for _ in range(2):  # loading what is stored, then tracing with nothing stored
+        with pytest.warns(PrivateAPIWarning, match="add_function_def"):
+            found = store.program("dense", lambda: fn.get_concrete_function(spec), variables, dict)
+        assert found is None
+        for path in tmp_path.iterdir():
+            path.unlink()
+
+
+def test_a_stored_step_whose_call_changed_warns_and_calls_the_traced_step():
+    from experiments.muzero.learner import StoredStep
+
+    def changed(tensors):  # what call_function with other arguments raises
+        raise TypeError("call_function() takes 3 positional arguments but 4 were given")
+
+    spec = {"b": tf.TensorSpec([1], tf.float32), "a": tf.TensorSpec([1], tf.int32)}
+    seen = []
+    step = StoredStep(changed, spec, fallback=lambda: lambda t: seen.append(sorted(t)) or "traced")
+    inputs = {"a": np.array([1], np.int32), "b": np.array([2.0], np.float32)}
+    with pytest.warns(PrivateAPIWarning, match="call_function"):
+        assert step(inputs) == "traced"
+    assert step(inputs) == "traced"
+    assert seen == [["a", "b"], ["a", "b"]]
 
 
 def test_the_store_sits_in_the_xla_cache_folder(tmp_path, monkeypatch):
@@ -187,9 +268,17 @@ def test_the_store_sits_in_the_xla_cache_folder(tmp_path, monkeypatch):
     assert GraphStore.beside(process.xla_cache_dir()).folder == tmp_path / "xla" / "graphs"
 
 
-def test_only_builtin_variants_are_stored():
+def test_only_builtin_variants_are_stored(tmp_path):
     assert _builtin(make_variant("scale_gradient"))
-    assert not _builtin(dataclasses.replace(make_variant("none"), name="norm_scale_gradient"))
+    plugin = dataclasses.replace(make_variant("none"), name="norm_scale_gradient")
+    assert not _builtin(plugin)
+    cache = AgentCache(graphs=GraphStore(tmp_path))
+    rows = train(
+        dataclasses.replace(TINY, training_steps=2, jit_compile=False), TaskConfig(), plugin,
+        get_placement("pseudocode"), seed=0, cache=cache, overlap=False,
+    )  # fmt: skip
+    assert len(list(rows)) == 2
+    assert list(tmp_path.iterdir()) == []  # its code lies outside the fingerprint
 
 
 # ------------------------------------------------------------------------------------------

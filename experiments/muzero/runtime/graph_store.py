@@ -2,10 +2,12 @@
 
 A job that builds its agent traces its train step: about 3,200 graph operations built one by one in
 Python (1.2-1.6 s on 2 cores), before TensorFlow lowers the graph and XLA compiles it or loads it
-from its persistent cache. The graph depends only on gradlab's code, the library versions and the
-configuration (not the seed), so :class:`GraphStore` keeps it: the first process to trace it saves
-its ``FunctionDef`` (the graph as TensorFlow's runtime holds it) and which variables it reads;
-every later process registers that definition with the runtime and calls it, without tracing.
+from its persistent cache. The graph depends on gradlab's code, the library versions, the
+configuration (not the seed) and how TensorFlow traces (op determinism, Keras' float type and
+dtype policy), so :class:`GraphStore` keeps it under a key of all of these: the first process to
+trace it saves its ``FunctionDef`` (the graph as TensorFlow's runtime holds it) and which
+variables it reads; every later process registers that definition with the runtime and calls it,
+without tracing.
 
 * **The same program.** The definition is the traced one, node for node, registered under a name of
   its own (``gradlab_<key>``) and called with the same inputs and the handles of the same variables.
@@ -14,24 +16,31 @@ every later process registers that definition with the runtime and calls it, wit
   HLO holds the traced graph's source lines, which a stored definition does not carry), serves the
   stored graph from the second process on. The rows of a run are bit-identical either way
   (``tests/muzero/test_graph_store.py``, in fresh processes).
-* **The key** is a SHA-256 of the caller's ``identity`` (everything the graph depends on but the
-  code: :func:`experiments.muzero.train.train` gives its agent key), the Python, TensorFlow, Keras
-  and NumPy versions, and :func:`source_fingerprint` (every ``.py`` file of the ``experiments``
-  package): a change of either is another key, so a stale graph is never read. Code outside the
-  package (a plug-in variant) cannot be fingerprinted; :func:`experiments.muzero.train.train` stores
-  nothing for it.
+* **The key** is a SHA-256 of the caller's ``identity`` (what the graph depends on in the
+  configuration: :func:`experiments.muzero.train.train` gives its agent key), the tracing context
+  (op determinism on or off, ``keras.config.floatx()``, the global dtype policy), the Python,
+  TensorFlow, Keras, NumPy, gymnasium and MinAtar versions, and :func:`source_fingerprint` of
+  every ``.py`` file of the ``experiments`` package as this process imported it (read when this
+  module is imported, and read again before a graph is written: a process whose files changed
+  since it imported them writes nothing, since its graph may be the old code's). A change of any
+  is another key. Code outside the package (a plug-in variant) is not fingerprinted;
+  :func:`experiments.muzero.train.train` stores nothing for it. A source file that cannot be read
+  turns the store off.
 * **Names after it.** TensorFlow names each traced function with a process-wide counter. A graph
   loaded instead of traced advances the counter by what its trace took, so functions traced after
   it get their usual names (and their programs in XLA's cache).
 * **Files.** ``<folder>/<key>.pb`` (the definition) then ``<key>.json`` (what it reads, the counter
   step, the caller's extra values, the definition's SHA-256), each written to a temporary file and
-  renamed, so concurrent workers never read half a file. A file that does not parse or match its
-  hash is not used: the graph is traced (and the files rewritten).
+  renamed, so concurrent workers never read half a file. A file that does not parse, match its
+  hash or register is not used: the graph is traced (and the files rewritten). A file that cannot
+  be written (a full disk, a read-only folder) is skipped: the store is a cache, never a reason for
+  a job to fail. Graphs of older code are not removed (a few hundred kB each).
 
 It uses three private TensorFlow calls (``context.add_function_def``, ``context.call_function``,
 ``ops.uid``; pinned TensorFlow 2.21.0); if one is gone, :meth:`GraphStore.program` warns once
 (:class:`~experiments.base.private_api.PrivateAPIWarning`) and returns None: the caller traces as
-before, with the same numbers.
+before, with the same numbers. ``call_function`` with other arguments fails at the first call:
+:class:`~experiments.muzero.learner.StoredStep` then warns and calls the traced function.
 """
 
 from __future__ import annotations
@@ -47,10 +56,11 @@ from pathlib import Path
 from typing import Any
 
 import tensorflow as tf
+from google.protobuf.message import DecodeError
 
 from experiments.base.private_api import BROKEN, warn_fallback
 
-__all__ = ["GraphStore", "StoredGraph", "source_fingerprint"]
+__all__ = ["GraphStore", "StoredGraph", "source_fingerprint", "tracing_context"]
 
 _PACKAGE = Path(__file__).resolve().parents[2]  # experiments/
 _FORMAT = 1
@@ -65,13 +75,52 @@ def source_fingerprint(root: Path = _PACKAGE) -> str:
     return digest.hexdigest()
 
 
+def _imported_sources() -> str | None:
+    """:func:`source_fingerprint` as this process imported the package; None if unreadable."""
+    try:
+        return source_fingerprint()
+    except OSError:
+        return None
+
+
+_IMPORTED = _imported_sources()
+"""The package's sources when this module was imported: a fact of the running code, not state."""
+
+
 def _versions() -> str:
+    import importlib.metadata
+
     import keras
     import numpy as np
 
+    def version(name: str) -> str:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            return "absent"
+
     return (
         f"python {sys.version}; tensorflow {tf.__version__}; keras {keras.__version__}; "
-        f"numpy {np.__version__}"
+        f"numpy {np.__version__}; gymnasium {version('gymnasium')}; minatar {version('minatar')}"
+    )
+
+
+def _default_fingerprint() -> str | None:
+    if _IMPORTED is None:
+        return None
+    return hashlib.sha256(f"{_versions()}\n{_IMPORTED}".encode()).hexdigest()
+
+
+def tracing_context() -> str:
+    """What changes a trace beside the code and the configuration: TensorFlow's op determinism
+    (``softmax_cross_entropy_with_logits`` traces other ops with it on), Keras' float type and
+    global dtype policy."""
+    import keras
+    from tensorflow.python.framework import config
+
+    return (
+        f"determinism {config.is_op_determinism_enabled()}; floatx {keras.config.floatx()}; "
+        f"policy {keras.config.dtype_policy().name}"
     )
 
 
@@ -136,16 +185,13 @@ class GraphStore:
 
     Attributes:
       folder: where the files go (made on the first save).
-      fingerprint: the code and versions a key includes (:func:`source_fingerprint` and the
-        library versions by default).
+      fingerprint: the code and versions a key includes (:func:`source_fingerprint` as
+        imported and the library versions by default); None (a source file could not be read):
+        nothing is stored or loaded.
     """
 
     folder: Path
-    fingerprint: str = dataclasses.field(
-        default_factory=lambda: hashlib.sha256(
-            f"{_versions()}\n{source_fingerprint()}".encode()
-        ).hexdigest()
-    )
+    fingerprint: str | None = dataclasses.field(default_factory=_default_fingerprint)
 
     @classmethod
     def beside(cls, xla_cache: str | os.PathLike[str] | None) -> GraphStore | None:
@@ -156,8 +202,10 @@ class GraphStore:
         return cls(Path(os.path.expanduser(os.fspath(xla_cache))) / "graphs")
 
     def key(self, identity: str) -> str:
-        """The files' name for ``identity``: SHA-256 of it and :attr:`fingerprint`."""
-        return hashlib.sha256(f"{_FORMAT}\n{self.fingerprint}\n{identity}".encode()).hexdigest()
+        """The files' name for ``identity``: SHA-256 of it, :attr:`fingerprint` and
+        :func:`tracing_context`."""
+        text = f"{_FORMAT}\n{self.fingerprint}\n{tracing_context()}\n{identity}"
+        return hashlib.sha256(text.encode()).hexdigest()
 
     def load(self, identity: str) -> StoredGraph | None:
         """The graph stored for ``identity``; None if there is none or its files are damaged."""
@@ -168,13 +216,13 @@ class GraphStore:
             if hashlib.sha256(definition).hexdigest() != meta["sha256"]:
                 return None
             return StoredGraph(
-                name=meta["name"],
+                name=str(meta["name"]),
                 definition=definition,
                 captures=tuple(int(i) for i in meta["captures"]),
                 uids=int(meta["uids"]),
                 extra=dict(meta["extra"]),
             )
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
 
     def save(
@@ -184,11 +232,13 @@ class GraphStore:
 
         Returns:
           What :meth:`load` will return; None (nothing written) if the function captured
-          anything but ``variables`` (a constant, another variable) or calls other functions.
+          anything but ``variables`` (a constant, another variable) or calls other functions, if
+          the package's sources changed since this process imported them, or if the files could
+          not be written.
         """
         stored = self._stored(identity, concrete, variables, uids=uids, extra=extra)
-        if stored is not None:
-            self._write(identity, stored)
+        if stored is not None and not self._write(identity, stored):
+            return None
         return stored
 
     def _stored(
@@ -204,7 +254,11 @@ class GraphStore:
         data = definition.SerializeToString(deterministic=True)
         return StoredGraph(definition.signature.name, data, tuple(captures), uids, dict(extra))
 
-    def _write(self, identity: str, stored: StoredGraph) -> None:
+    def _write(self, identity: str, stored: StoredGraph) -> bool:
+        """Writes ``stored``'s files; False (nothing, or nothing usable, written) where the
+        package's sources are no longer those this process imported, or on an OS error."""
+        if _imported_sources() != _IMPORTED:
+            return False
         key = self.key(identity)
         meta = {
             "name": stored.name,
@@ -214,9 +268,13 @@ class GraphStore:
             "sha256": hashlib.sha256(stored.definition).hexdigest(),
             "identity": identity,
         }
-        self.folder.mkdir(parents=True, exist_ok=True)
-        _write(self.folder / f"{key}.pb", stored.definition)
-        _write(self.folder / f"{key}.json", json.dumps(meta, indent=1).encode())
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            _write(self.folder / f"{key}.pb", stored.definition)
+            _write(self.folder / f"{key}.json", json.dumps(meta, indent=1).encode())
+        except OSError:
+            return False
+        return True
 
     def program(
         self,
@@ -229,39 +287,67 @@ class GraphStore:
         ``trace()``d (a concrete function) and stored, ``extra()`` read after the trace.
 
         Returns None where the graph cannot be stored (see :meth:`save`; the caller uses its
-        traced function) or TensorFlow lacks a private call this needs (warned once).
+        traced function), where :attr:`fingerprint` is None, or where TensorFlow lacks a private
+        call this needs (warned once). Errors of ``trace()`` itself are raised.
         """
-        try:
-            from tensorflow.python.framework import ops
-
-            stored = self.load(identity)
-            if stored is not None:
-                for _ in range(stored.uids + 1):  # what the trace below takes, bracket included
-                    ops.uid()
-                return stored.bind(variables), stored.extra
-            start = ops.uid()
-            concrete = trace()
-            uids = ops.uid() - start
-            stored = self._stored(identity, concrete, variables, uids=uids, extra=extra())
-            if stored is None:
-                return None
-            call = stored.bind(variables)  # runs here before it is kept for other processes
-            self._write(identity, stored)
-            return call, stored.extra
-        except BROKEN as err:
-            warn_fallback(
-                "TensorFlow's context.add_function_def/call_function or ops.uid",
-                "the traced function",
-                "tracing it in every process",
-                err,
-            )
+        if self.fingerprint is None:
             return None
+        stored = self.load(identity)
+        if stored is not None:
+            try:
+                call = stored.bind(variables)
+            except BROKEN as err:
+                return _unavailable(err)
+            except (ValueError, IndexError, tf.errors.OpError, DecodeError):
+                call = None  # a definition this runtime refuses: traced and stored again below
+            if call is not None:
+                try:
+                    _advance_uids(stored.uids + 1)  # what the trace below takes, bracket included
+                except BROKEN as err:
+                    return _unavailable(err)
+                return call, stored.extra
+        try:
+            start = _advance_uids(1)
+        except BROKEN as err:
+            return _unavailable(err)
+        concrete = trace()
+        uids = _advance_uids(1) - start
+        stored = self._stored(identity, concrete, variables, uids=uids, extra=extra())
+        if stored is None:
+            return None
+        try:
+            call = stored.bind(variables)  # registered here before it is kept for others
+        except BROKEN as err:
+            return _unavailable(err)
+        self._write(identity, stored)
+        return call, stored.extra
+
+
+def _advance_uids(count: int) -> int:
+    """Takes ``count`` numbers of TensorFlow's naming counter; returns the last."""
+    from tensorflow.python.framework import ops
+
+    last = 0
+    for _ in range(count):
+        last = ops.uid()
+    return last
+
+
+def _unavailable(err: BaseException) -> None:
+    warn_fallback(
+        "TensorFlow's context.add_function_def/call_function or ops.uid",
+        "the traced function",
+        "tracing it in every process",
+        err,
+    )
+    return None
 
 
 def _write(path: Path, data: bytes) -> None:
     """``data`` to ``path`` through a temporary file in the same folder, then a rename."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
+        os.fchmod(fd, 0o644)  # as XLA's own cache files (mkstemp gives 0600)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
