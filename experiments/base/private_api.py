@@ -3,8 +3,9 @@
 gradlab calls four private APIs, each for speed only (docs/performance_private.md):
 
 * TensorFlow's ``ConcreteFunction._call_flat`` (:mod:`experiments.muzero.runtime.compiled_call`);
-* TensorFlow's ``context.add_function_def``, ``context.call_function`` and ``ops.uid``, which
-  run a stored graph without tracing it (:mod:`experiments.muzero.runtime.graph_store`);
+* TensorFlow's ``context.add_function_def``, ``context.call_function``, ``ops.uid`` and
+  ``config.is_op_determinism_enabled``, which run a stored graph without tracing it
+  (:mod:`experiments.muzero.runtime.graph_store`);
 * Hydra's ``ConfigLoaderImpl._apply_overrides_to_config`` (:mod:`experiments.launch.plan`);
 * Hydra's internal ``BasicSweeper``, subclassed (``hydra_plugins/gradlab_sweeper``).
 

@@ -387,7 +387,7 @@ class StoredStep:
                 )
             flat.append(tensor)
         try:
-            return self._call(flat)[0]
+            outputs = self._call(flat)
         except BROKEN as err:
             warn_fallback(
                 "TensorFlow's context.call_function (a stored train step)",
@@ -397,3 +397,4 @@ class StoredStep:
             )
             self._traced = self._fallback()
             return self._traced(tensors)
+        return outputs[0]

@@ -16,6 +16,7 @@ import tensorflow as tf
 from tensorflow.python.eager import context
 from tensorflow.python.framework import ops
 
+import experiments
 from experiments.base import process
 from experiments.base.private_api import PrivateAPIWarning
 from experiments.gradients import get_placement, make_variant
@@ -152,6 +153,9 @@ def test_op_determinism_is_part_of_the_key(tmp_path):
 
 
 def test_source_fingerprint_follows_every_py_file(tmp_path):
+    from experiments.base.sources import fingerprint, fingerprint_or_none
+
+    assert source_fingerprint is fingerprint
     (tmp_path / "sub").mkdir()
     (tmp_path / "a.py").write_text("x = 1\n")
     (tmp_path / "sub" / "b.py").write_text("y = 2\n")
@@ -162,7 +166,9 @@ def test_source_fingerprint_follows_every_py_file(tmp_path):
     assert source_fingerprint(tmp_path) == expected
     (tmp_path / "sub" / "b.py").write_text("y = 3\n")
     assert source_fingerprint(tmp_path) != expected
-    assert len(source_fingerprint()) == 64  # the experiments package itself
+    assert experiments.SOURCES == source_fingerprint()  # as imported: unchanged since
+    (tmp_path / "gone.py").symlink_to(tmp_path / "nowhere.py")  # an editor's dangling link
+    assert fingerprint_or_none(tmp_path) is None
 
 
 def test_damaged_or_missing_files_are_not_used(tmp_path):
@@ -214,6 +220,27 @@ def test_nothing_is_written_where_it_cannot_be_or_the_code_changed(tmp_path, mon
     assert off.program("dense", pytest.fail, variables, dict) is None
 
 
+def test_captures_that_do_not_fit_are_a_damaged_file_traced_again(tmp_path):
+    fn, variables = _dense()
+    store = GraphStore(tmp_path, fingerprint="f2")
+    spec = tf.TensorSpec([1, 2], tf.float32)
+    assert store.program("dense", lambda: fn.get_concrete_function(spec), variables, dict)
+    key = store.key("dense")
+    meta = json.loads((tmp_path / f"{key}.json").read_text())
+    context.context().remove_function(meta["name"])  # as in a new process
+    (tmp_path / f"{key}.json").write_text(json.dumps({**meta, "captures": [5, 9]}))
+    traced = []
+
+    def trace():
+        traced.append(1)
+        return fn.get_concrete_function(spec)
+
+    call, _ = store.program("dense", trace, variables, dict)
+    assert traced == [1]
+    np.testing.assert_array_equal(call([tf.constant([[1.0, 1.0]])])[0].numpy(), [[4.5, 5.5]])
+    assert json.loads((tmp_path / f"{key}.json").read_text())["captures"] == [0, 1]
+
+
 def test_a_function_reading_anything_else_is_not_stored(tmp_path):
     fn, variables = _dense()
     store = GraphStore(tmp_path, fingerprint="f")
@@ -241,6 +268,18 @@ def test_a_missing_private_call_warns_and_falls_back(tmp_path, monkeypatch):
         assert found is None
         for path in tmp_path.iterdir():
             path.unlink()
+
+
+def test_without_the_determinism_flag_nothing_is_stored(tmp_path, monkeypatch):
+    fn, variables = _dense()
+
+    def gone():
+        raise AttributeError("module 'config' has no attribute 'is_op_determinism_enabled'")
+
+    monkeypatch.setattr(graph_store, "tracing_context", gone)
+    with pytest.warns(PrivateAPIWarning, match="is_op_determinism_enabled"):
+        found = GraphStore(tmp_path, fingerprint="f").program("dense", pytest.fail, variables, dict)
+    assert found is None and list(tmp_path.iterdir()) == []
 
 
 def test_a_stored_step_whose_call_changed_warns_and_calls_the_traced_step():
@@ -279,6 +318,12 @@ def test_only_builtin_variants_are_stored(tmp_path):
     )  # fmt: skip
     assert len(list(rows)) == 2
     assert list(tmp_path.iterdir()) == []  # its code lies outside the fingerprint
+    builtin = train(
+        dataclasses.replace(TINY, training_steps=2, jit_compile=False), TaskConfig(),
+        make_variant("none"), get_placement("pseudocode"), seed=0, cache=cache, overlap=False,
+    )  # fmt: skip
+    assert len(list(builtin)) == 2
+    assert len(list(tmp_path.glob("*.pb"))) == 1  # the same settings, a built-in: stored
 
 
 # ------------------------------------------------------------------------------------------

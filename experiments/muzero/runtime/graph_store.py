@@ -20,9 +20,10 @@ without tracing.
   configuration: :func:`experiments.muzero.train.train` gives its agent key), the tracing context
   (op determinism on or off, ``keras.config.floatx()``, the global dtype policy), the Python,
   TensorFlow, Keras, NumPy, gymnasium and MinAtar versions, and :func:`source_fingerprint` of
-  every ``.py`` file of the ``experiments`` package as this process imported it (read when this
-  module is imported, and read again before a graph is written: a process whose files changed
-  since it imported them writes nothing, since its graph may be the old code's). A change of any
+  every ``.py`` file of the ``experiments`` package as this process imported it
+  (``experiments.SOURCES``, read before any other module of the package, and read again before a
+  graph is written: a process whose files changed since it imported them writes nothing, since
+  its graph may be the old code's). A change of any
   is another key. Code outside the package (a plug-in variant) is not fingerprinted;
   :func:`experiments.muzero.train.train` stores nothing for it. A source file that cannot be read
   turns the store off.
@@ -36,11 +37,12 @@ without tracing.
   be written (a full disk, a read-only folder) is skipped: the store is a cache, never a reason for
   a job to fail. Graphs of older code are not removed (a few hundred kB each).
 
-It uses three private TensorFlow calls (``context.add_function_def``, ``context.call_function``,
-``ops.uid``; pinned TensorFlow 2.21.0); if one is gone, :meth:`GraphStore.program` warns once
-(:class:`~experiments.base.private_api.PrivateAPIWarning`) and returns None: the caller traces as
-before, with the same numbers. ``call_function`` with other arguments fails at the first call:
-:class:`~experiments.muzero.learner.StoredStep` then warns and calls the traced function.
+It uses four private TensorFlow calls (``context.add_function_def``, ``context.call_function``,
+``ops.uid``, ``config.is_op_determinism_enabled``; pinned TensorFlow 2.21.0); if one is gone,
+:meth:`GraphStore.program` warns once (:class:`~experiments.base.private_api.PrivateAPIWarning`)
+and returns None: the caller traces as before, with the same numbers. ``call_function`` with
+other arguments fails at the first call: :class:`~experiments.muzero.learner.StoredStep` then
+warns and calls the traced function.
 """
 
 from __future__ import annotations
@@ -58,33 +60,19 @@ from typing import Any
 import tensorflow as tf
 from google.protobuf.message import DecodeError
 
+import experiments
+from experiments.base import sources
 from experiments.base.private_api import BROKEN, warn_fallback
 
 __all__ = ["GraphStore", "StoredGraph", "source_fingerprint", "tracing_context"]
 
-_PACKAGE = Path(__file__).resolve().parents[2]  # experiments/
 _FORMAT = 1
-
-
-def source_fingerprint(root: Path = _PACKAGE) -> str:
-    """SHA-256 of every ``.py`` file under ``root`` (relative paths and bytes, in sorted order)."""
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
-    return digest.hexdigest()
+source_fingerprint = sources.fingerprint
 
 
 def _imported_sources() -> str | None:
-    """:func:`source_fingerprint` as this process imported the package; None if unreadable."""
-    try:
-        return source_fingerprint()
-    except OSError:
-        return None
-
-
-_IMPORTED = _imported_sources()
-"""The package's sources when this module was imported: a fact of the running code, not state."""
+    """The package's sources as they are on disk now (None if unreadable)."""
+    return sources.fingerprint_or_none()
 
 
 def _versions() -> str:
@@ -106,9 +94,9 @@ def _versions() -> str:
 
 
 def _default_fingerprint() -> str | None:
-    if _IMPORTED is None:
+    if experiments.SOURCES is None:
         return None
-    return hashlib.sha256(f"{_versions()}\n{_IMPORTED}".encode()).hexdigest()
+    return hashlib.sha256(f"{_versions()}\n{experiments.SOURCES}".encode()).hexdigest()
 
 
 def tracing_context() -> str:
@@ -160,23 +148,21 @@ class StoredGraph:
         from tensorflow.core.framework import function_pb2
         from tensorflow.python.eager import context
 
+        try:  # before anything is registered: a bad index or variable is a damaged file
+            handles = [tf_variable(variables[i]).handle for i in self.captures]
+        except (IndexError, TypeError) as err:
+            raise ValueError(f"the stored captures do not fit these variables: {err}") from err
+        definition = function_pb2.FunctionDef.FromString(self.definition)
         ctx = context.context()
         call_function = ctx.call_function  # looked up now: a missing one fails here, not later
         if not ctx.has_function(self.name):
-            ctx.add_function_def(function_pb2.FunctionDef.FromString(self.definition))
-        handles = [tf_variable(variables[i]).handle for i in self.captures]
-        name, outputs = self.name.encode(), _num_outputs(self.definition)
+            ctx.add_function_def(definition)
+        name, outputs = self.name.encode(), len(definition.signature.output_arg)
 
         def call(tensors: Sequence[tf.Tensor]) -> list[tf.Tensor]:
             return call_function(name, [*tensors, *handles], outputs)
 
         return call
-
-
-def _num_outputs(definition: bytes) -> int:
-    from tensorflow.core.framework import function_pb2
-
-    return len(function_pb2.FunctionDef.FromString(definition).signature.output_arg)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -257,7 +243,7 @@ class GraphStore:
     def _write(self, identity: str, stored: StoredGraph) -> bool:
         """Writes ``stored``'s files; False (nothing, or nothing usable, written) where the
         package's sources are no longer those this process imported, or on an OS error."""
-        if _imported_sources() != _IMPORTED:
+        if _imported_sources() != experiments.SOURCES:
             return False
         key = self.key(identity)
         meta = {
@@ -292,13 +278,17 @@ class GraphStore:
         """
         if self.fingerprint is None:
             return None
+        try:
+            tracing_context()  # reads a private TensorFlow flag: missing, no store
+        except BROKEN as err:
+            return _unavailable(err)
         stored = self.load(identity)
         if stored is not None:
             try:
                 call = stored.bind(variables)
             except BROKEN as err:
                 return _unavailable(err)
-            except (ValueError, IndexError, tf.errors.OpError, DecodeError):
+            except (ValueError, tf.errors.OpError, DecodeError):
                 call = None  # a definition this runtime refuses: traced and stored again below
             if call is not None:
                 try:
@@ -335,7 +325,7 @@ def _advance_uids(count: int) -> int:
 
 def _unavailable(err: BaseException) -> None:
     warn_fallback(
-        "TensorFlow's context.add_function_def/call_function or ops.uid",
+        "TensorFlow's context.add_function_def/call_function, ops.uid or is_op_determinism_enabled",
         "the traced function",
         "tracing it in every process",
         err,
