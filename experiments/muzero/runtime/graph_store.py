@@ -63,6 +63,7 @@ from google.protobuf.message import DecodeError
 import experiments
 from experiments.base import sources
 from experiments.base.private_api import BROKEN, warn_fallback
+from experiments.muzero.runtime.weights import tf_variable
 
 __all__ = ["GraphStore", "StoredGraph", "source_fingerprint", "tracing_context"]
 
@@ -110,16 +111,6 @@ def tracing_context() -> str:
         f"determinism {config.is_op_determinism_enabled()}; floatx {keras.config.floatx()}; "
         f"policy {keras.config.dtype_policy().name}"
     )
-
-
-def tf_variable(variable: Any) -> tf.Variable:
-    """The TensorFlow variable behind a Keras variable (or the variable itself)."""
-    if isinstance(variable, tf.Variable):
-        return variable
-    inner = getattr(variable, "value", None)  # a Keras variable's TensorFlow variable
-    if not isinstance(inner, tf.Variable):
-        raise TypeError(f"{variable!r} is not backed by a TensorFlow variable")
-    return inner
 
 
 @dataclasses.dataclass(frozen=True)

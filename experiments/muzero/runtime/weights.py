@@ -18,10 +18,10 @@ from typing import Any
 
 import tensorflow as tf
 
-__all__ = ["WeightCopy"]
+__all__ = ["WeightCopy", "tf_variable"]
 
 
-def _tf_variable(variable: Any) -> tf.Variable:
+def tf_variable(variable: Any) -> tf.Variable:
     """The TensorFlow variable behind a Keras variable (or the variable itself)."""
     if isinstance(variable, tf.Variable):
         return variable
@@ -39,7 +39,7 @@ class WeightCopy:
     """
 
     def __init__(self, variables: Sequence[Any]) -> None:
-        self._originals = [_tf_variable(v) for v in variables]
+        self._originals = [tf_variable(v) for v in variables]
         self._copies = [
             tf.Variable(v, trainable=False, name=f"copy_{i}") for i, v in enumerate(self._originals)
         ]
