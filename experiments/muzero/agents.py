@@ -40,8 +40,8 @@ class AgentCache:
     task, variant with its parameters, placement) and nothing that changes between runs of the
     same shapes but the seed; :func:`experiments.muzero.train.train` builds it.
 
-    ``graphs``: where an agent it builds keeps its traced train step for later processes (see
-    :mod:`experiments.muzero.runtime.graph_store`), or None.
+    ``graphs``: where an agent it builds keeps its traced train step and searches for later
+    processes (see :mod:`experiments.muzero.runtime.graph_store`), or None.
 
     Attributes:
       hits: runs that restarted a kept agent.

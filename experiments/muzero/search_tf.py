@@ -29,7 +29,8 @@ states keep the model's dtype.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import tensorflow as tf
@@ -44,8 +45,11 @@ from experiments.muzero._checks import (
 )
 from experiments.muzero._tree_tf import RecurrentFnTF
 from experiments.muzero.qtransforms import QForm, resolve
-from experiments.muzero.runtime.compiled_call import FlatCall
+from experiments.muzero.runtime.compiled_call import FlatCall, StoredCall
 from experiments.muzero.runtime.weights import WeightCopy
+
+if TYPE_CHECKING:
+    from experiments.muzero.runtime.graph_store import GraphStore
 
 __all__ = [
     "CompiledOutput",
@@ -123,6 +127,9 @@ class CompiledSearch:
         pb_c_init: float = 1.25,
         q_form: str | QForm = "pseudocode",
         jit_compile: bool = True,
+        graphs: GraphStore | None = None,
+        identity: str | None = None,
+        variables: Sequence[Any] = (),
     ) -> None:
         """Builds (but does not trace) the search.
 
@@ -137,6 +144,10 @@ class CompiledSearch:
           q_form: a :class:`~experiments.muzero.qtransforms.QForm` or its name (``"pseudocode"``,
             ``"normalized"``), see :mod:`experiments.muzero.qtransforms`.
           jit_compile: compile the graph with XLA.
+          graphs: where the traced graph of each observation shape is kept for later processes
+            (:mod:`experiments.muzero.runtime.graph_store`), under ``identity`` (which must name
+            everything ``initial_fn`` and ``recurrent_fn`` compute with but the values of
+            ``variables``, the variables they read); None: traced in every process.
 
         Raises:
           ConfigError: a bad hyper-parameter.
@@ -155,7 +166,10 @@ class CompiledSearch:
             q_form=self.q_form,
         )
         self._function = tf.function(self._move, jit_compile=jit_compile, autograph=False)
-        self._concrete: dict[tuple[int, int], FlatCall] = {}
+        self._concrete: dict[tuple[int, int], FlatCall | StoredCall] = {}
+        self._graphs = graphs if identity is not None else None
+        self._identity = identity
+        self._variables = list(variables)
         self.traces = 0
 
     def _move(
@@ -193,9 +207,11 @@ class CompiledSearch:
         actions = _tree_tf.select_action(visits, temperature, uniforms)
         return actions, root_value, visits, q_values
 
-    def concrete_function(self, batch_size: int, observation_size: int):
+    def concrete_function(self, batch_size: int, observation_size: int) -> FlatCall | StoredCall:
         """The traced function for observations ``[batch_size, observation_size]`` (cached), called
-        through :class:`~experiments.muzero.runtime.compiled_call.FlatCall`.
+        through :class:`~experiments.muzero.runtime.compiled_call.FlatCall`, or its stored graph
+        (:class:`~experiments.muzero.runtime.compiled_call.StoredCall`, loaded or traced and
+        stored) where the search has a graph store.
 
         It takes ``(observations [B, O] float32, noise [B, A] float64, noise_fraction float64,
         temperature float64, uniforms [B, A] float64)`` tensors and returns ``(actions [B] int64,
@@ -204,15 +220,32 @@ class CompiledSearch:
         key = (int(batch_size), int(observation_size))
         if key not in self._concrete:
             width = self.num_actions
-            self._concrete[key] = FlatCall(
-                self._function.get_concrete_function(
-                    tf.TensorSpec([key[0], key[1]], tf.float32),
-                    tf.TensorSpec([key[0], width], tf.float64),
-                    tf.TensorSpec([], tf.float64),
-                    tf.TensorSpec([], tf.float64),
-                    tf.TensorSpec([key[0], width], tf.float64),
-                )
+            signature = (
+                tf.TensorSpec([key[0], key[1]], tf.float32),
+                tf.TensorSpec([key[0], width], tf.float64),
+                tf.TensorSpec([], tf.float64),
+                tf.TensorSpec([], tf.float64),
+                tf.TensorSpec([key[0], width], tf.float64),
             )
+
+            def trace() -> Any:
+                return self._function.get_concrete_function(*signature)
+
+            def traced() -> FlatCall:
+                return FlatCall(trace())
+
+            found = None
+            if self._graphs is not None:
+                found = self._graphs.program(
+                    f"search of [{key[0]}, {key[1]}]\n{self._identity}",
+                    trace,
+                    self._variables,
+                    dict,
+                )
+            if found is None:
+                self._concrete[key] = traced()
+            else:
+                self._concrete[key] = StoredCall(found[0], signature, fallback=traced)
         return self._concrete[key]
 
     def __call__(
@@ -251,7 +284,7 @@ class CompiledSearch:
         function = self.concrete_function(*observations.shape)
         fraction = check_unit("dirichlet_fraction", noise_fraction)
         temperature = check_temperature(temperature)
-        captured = None if weights is None else weights.captured(function.concrete.captured_inputs)
+        captured = None if weights is None else weights.captured(function.captured_inputs)
         outputs = function(
             observations,
             noise,

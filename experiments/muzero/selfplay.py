@@ -21,6 +21,8 @@ applied inside the search's recurrent inference exactly where the learner's unro
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import tensorflow as tf
 
@@ -35,6 +37,9 @@ from experiments.muzero.replay import ReplayBuffer
 from experiments.muzero.runtime.weights import WeightCopy
 from experiments.muzero.search_tf import CompiledSearch
 from experiments.tasks import VectorEnv
+
+if TYPE_CHECKING:
+    from experiments.muzero.runtime.graph_store import GraphStore
 
 __all__ = ["SEARCHES", "Inference", "SelfPlay", "act", "evaluate"]
 
@@ -58,6 +63,8 @@ class Inference:
         variant: Variant | None = None,
         placement: Placement | None = None,
         jit_compile: bool = True,
+        graphs: GraphStore | None = None,
+        identity: str | None = None,
     ) -> None:
         """Wraps ``networks``.
 
@@ -67,6 +74,10 @@ class Inference:
             changes what the search computes. ``None``: the bare model.
           placement: where the variant goes (default ``pseudocode``).
           jit_compile: compile with XLA.
+          graphs: where the compiled searches keep their traced graphs for later processes
+            (:mod:`experiments.muzero.runtime.graph_store`), under ``identity`` (everything the
+            networks, the variant and the placement compute with but the weights' values: the
+            agent key's repr); None: traced in every process.
         """
         self.networks = networks
         self.num_actions = networks.num_actions
@@ -74,6 +85,8 @@ class Inference:
         self._transform = variant.hidden if forward else None
         self._placement = placement if placement is not None else get_placement("pseudocode")
         self._jit_compile = jit_compile
+        self._graphs = graphs
+        self._identity = identity
         self._initial = tf.function(self.initial_fn, jit_compile=jit_compile, autograph=False)
         self._recurrent = tf.function(self.recurrent_fn, jit_compile=jit_compile, autograph=False)
         self._searches: dict[tuple, CompiledSearch] = {}
@@ -140,6 +153,9 @@ class Inference:
                 pb_c_init=config.pb_c_init,
                 q_form=config.q_form,
                 jit_compile=self._jit_compile,
+                graphs=self._graphs,
+                identity=None if self._identity is None else f"{key}\n{self._identity}",
+                variables=self.networks.variables,
             )
         return self._searches[key]
 

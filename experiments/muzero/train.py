@@ -172,8 +172,9 @@ def _agent(
     graphs: GraphStore | None = None,
     identity: str | None = None,
 ) -> Agent:
-    """The learner and the search model around ``nets``; the learner's traced step kept in
-    ``graphs`` under ``identity`` (the agent key's repr) where given."""
+    """The learner and the search model around ``nets``; the learner's traced step and the
+    searches' traced graphs kept in ``graphs`` under ``identity`` (the agent key's repr) where
+    given."""
     learner = Learner(
         nets,
         config=config,
@@ -185,7 +186,12 @@ def _agent(
     # The search plans with the model as trained: the variant's forward transform, if any,
     # sits in its recurrent inference where the learner's unroll puts it.
     inference = Inference(
-        nets, variant=variant, placement=placement, jit_compile=config.jit_compile
+        nets,
+        variant=variant,
+        placement=placement,
+        jit_compile=config.jit_compile,
+        graphs=graphs,
+        identity=identity,
     )
     return Agent(learner, inference)
 

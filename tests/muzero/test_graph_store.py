@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
+from tensorflow.core.framework import function_pb2
 from tensorflow.python.eager import context
 from tensorflow.python.framework import ops
 
@@ -79,13 +80,19 @@ def test_a_stored_step_gives_the_traced_steps_rows_bit_for_bit(tmp_path, variant
     stored = _run(variant, graphs=store)  # traced, stored, run from the store
     assert stored == traced
     files = sorted(p.name for p in tmp_path.iterdir())
-    assert len(files) == 2 and files[0].endswith(".json") and files[1].endswith(".pb")
-    meta = json.loads((tmp_path / files[0]).read_text())
-    pb = (tmp_path / files[1]).read_bytes()
-    assert meta["sha256"] == hashlib.sha256(pb).hexdigest()
+    # the train step, and the search at self-play's 4 environments and the evaluation's 2
+    keys = sorted({f.split(".")[0] for f in files})
+    assert len(keys) == 3 and files == sorted(f"{k}.{e}" for k in keys for e in ("json", "pb"))
     assert {(tmp_path / f).stat().st_mode & 0o777 for f in files} == {0o644}
-    assert meta["name"] == f"gradlab_{files[1][:32]}"  # its own name, from its key
-    assert meta["extra"]["metric_names"][:2] == ["loss/total", "loss/value"]
+    metas = {key: json.loads((tmp_path / f"{key}.json").read_text()) for key in keys}
+    for key, meta in metas.items():
+        pb = (tmp_path / f"{key}.pb").read_bytes()
+        assert meta["sha256"] == hashlib.sha256(pb).hexdigest()
+        assert meta["name"] == f"gradlab_{key[:32]}"  # its own name, from its key
+    steps = [m for m in metas.values() if m["extra"]]
+    assert len(steps) == 1 and steps[0]["extra"]["metric_names"][:2] == ["loss/total", "loss/value"]
+    searches = sorted(m["identity"].split("\n")[0] for m in metas.values() if not m["extra"])
+    assert searches[0].startswith("search of [2, ") and searches[1].startswith("search of [4, ")
     if variant == "scale_gradient":  # another agent in this process: loaded, already registered
         assert _run(variant, graphs=store, seed=3) == _run(variant, seed=3)
 
@@ -130,7 +137,7 @@ def test_keys_differ_by_identity_fingerprint_and_tracing_context():
     a = GraphStore(Path("x"), fingerprint="one")
     context_text = graph_store.tracing_context()
     assert context_text.startswith("determinism ") and "floatx float32" in context_text
-    expected = hashlib.sha256(f"1\none\n{context_text}\ni".encode()).hexdigest()
+    expected = hashlib.sha256(f"2\none\n{context_text}\ni".encode()).hexdigest()
     assert a.key("i") == expected
     assert a.key("i") != a.key("j")
     assert a.key("i") != GraphStore(Path("x"), fingerprint="two").key("i")
@@ -261,6 +268,110 @@ def test_a_function_reading_anything_else_is_not_stored(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def _powers():
+    """A function with a while_loop (its condition and body are functions of the graph's
+    library, one with a nested loop) that reads a variable and a captured constant table."""
+    w = tf.Variable([2.0, 3.0])
+    table = tf.constant([10.0, 20.0, 30.0], tf.float64)  # eager: a captured input
+
+    def fn(x):
+        def body(i, acc):  # acc * w, twice per step (the inner loop), for i in 0..2
+            inner = tf.while_loop(lambda j, a: j < 2, lambda j, a: (j + 1, a * w), (0, acc))[1]
+            return i + 1, inner
+
+        acc = tf.while_loop(lambda i, a: i < 3, body, (tf.constant(0), x))[1]
+        return acc, tf.gather(table, tf.constant([2, 0]))
+
+    return tf.function(fn, jit_compile=True, autograph=False), [w]
+
+
+def test_called_functions_and_captured_constants_are_stored_with_the_graph(tmp_path):
+    fn, variables = _powers()
+    spec = tf.TensorSpec([2], tf.float32)
+    concrete = fn.get_concrete_function(spec)
+    assert len(concrete.graph.as_graph_def().library.function) == 4  # two loops' cond and body
+    store = GraphStore(tmp_path, fingerprint="f")
+    call, _ = store.program("powers", lambda: concrete, variables, dict)
+    x = tf.constant([1.0, 1.0])
+    # six multiplications by w: [2 ** 6, 3 ** 6]; the table's entries 2 and 0
+    expected = ([64.0, 729.0], [30.0, 10.0])
+    for got, want in zip(call([x]), expected, strict=True):
+        np.testing.assert_array_equal(got.numpy(), want)
+    stored = store.load("powers")
+    meta = json.loads((tmp_path / f"{store.key('powers')}.json").read_text())
+    assert meta["captures"][0] == 0 or meta["captures"][1] == 0  # the variable, by index
+    (constant,) = [c for c in meta["captures"] if isinstance(c, dict)]
+    assert constant["shape"] == [3] and np.dtype(constant["dtype"]) == np.float64
+    library = function_pb2.FunctionDefLibrary.FromString(stored.definition)
+    names = [f.signature.name for f in library.function]
+    assert names == [stored.name] + [f"{stored.name}_{i}" for i in range(4)]
+    refs = {a.func.name for f in library.function for n in f.node_def for a in n.attr.values()
+            if a.HasField("func")}  # fmt: skip
+    assert refs == set(names[1:])  # every reference rewritten to the stored names
+    # as in a new process: registered from the files, on another variable, nothing traced
+    for name in names:
+        context.context().remove_function(name)
+    w2 = tf.Variable([1.0, -1.0])
+    loaded, _ = GraphStore(tmp_path, fingerprint="f").program(
+        "powers", lambda: pytest.fail("traced again"), [w2], dict
+    )
+    got = [t.numpy() for t in loaded([x])]
+    np.testing.assert_array_equal(got[0], [1.0, 1.0])  # (-1) ** 6 = 1
+    np.testing.assert_array_equal(got[1], [30.0, 10.0])
+
+
+def test_a_stored_call_checks_its_inputs_and_reads_other_variables_when_given():
+    from experiments.base.errors import ConfigError
+    from experiments.muzero.runtime.compiled_call import FlatCall, StoredCall
+    from experiments.muzero.runtime.weights import WeightCopy
+
+    fn, variables = _dense()
+    spec = tf.TensorSpec([1, 2], tf.float32)
+    concrete = fn.get_concrete_function(spec)
+    stored = GraphStore(Path("unused"), fingerprint="f")._stored(
+        "dense", concrete, variables, uids=0, extra={}
+    )
+    call = StoredCall(stored.bind(variables), (spec,), fallback=lambda: FlatCall(concrete))
+    x = np.array([[1.0, 1.0]], np.float32)
+    # [1, 1] @ [[1, 2], [3, 4]] + [0.5, -0.5] = [4.5, 5.5]
+    np.testing.assert_array_equal(call(x)[0].numpy(), [[4.5, 5.5]])
+    copy = WeightCopy(variables)
+    variables[0].assign([[0.0, 0.0], [0.0, 0.0]])  # the copy keeps the old weights
+    np.testing.assert_array_equal(call(x)[0].numpy(), [[0.5, 0.0]])
+    kept = call(x, captured=copy.captured(call.captured_inputs))
+    np.testing.assert_array_equal(kept[0].numpy(), [[4.5, 5.5]])
+    with pytest.raises(
+        ConfigError, match=r"input '.*' is float32 \[1, 3\]; expected float32 \[1, 2\]"
+    ):
+        call(np.zeros((1, 3), np.float32))
+
+
+def test_a_stored_call_whose_call_changed_falls_back_with_the_same_swaps():
+    from experiments.muzero.runtime.compiled_call import FlatCall, StoredCall
+    from experiments.muzero.runtime.weights import WeightCopy
+
+    fn, variables = _dense()
+    spec = tf.TensorSpec([1, 2], tf.float32)
+    concrete = fn.get_concrete_function(spec)
+    stored = GraphStore(Path("unused"), fingerprint="f")._stored(
+        "dense", concrete, variables, uids=0, extra={}
+    )
+    bound = stored.bind(variables)
+
+    def changed(name, inputs, outputs):  # what call_function with other arguments raises
+        raise TypeError("call_function() takes 3 positional arguments but 4 were given")
+
+    bound._call_function = changed
+    call = StoredCall(bound, (spec,), fallback=lambda: FlatCall(concrete))
+    copy = WeightCopy(variables)
+    variables[1].assign([10.0, 10.0])
+    x = np.array([[1.0, 1.0]], np.float32)
+    with pytest.warns(PrivateAPIWarning, match="call_function"):
+        kept = call(x, captured=copy.captured(call.captured_inputs))
+    np.testing.assert_array_equal(kept[0].numpy(), [[4.5, 5.5]])  # the copy's bias, as stored
+    np.testing.assert_array_equal(call(x)[0].numpy(), [[14.0, 16.0]])  # the variables'
+
+
 def test_a_missing_private_call_warns_and_falls_back(tmp_path, monkeypatch):
     fn, variables = _dense()
     store = GraphStore(tmp_path, fingerprint="f")
@@ -332,7 +443,7 @@ def test_only_builtin_variants_are_stored(tmp_path):
         make_variant("none"), get_placement("pseudocode"), seed=0, cache=cache, overlap=False,
     )  # fmt: skip
     assert len(list(builtin)) == 2
-    assert len(list(tmp_path.glob("*.pb"))) == 1  # the same settings, a built-in: stored
+    assert len(list(tmp_path.glob("*.pb"))) == 3  # a built-in: its step and its two searches
 
 
 # ------------------------------------------------------------------------------------------
@@ -348,7 +459,7 @@ SCRIPT = textwrap.dedent(
     process.limit_threads(1)
     process.use_xla_cache(folder)
     from experiments.gradients import get_placement, make_variant
-    from experiments.muzero import learner
+    from experiments.muzero import learner, search_tf
     from experiments.muzero.agents import AgentCache
     from experiments.muzero.runtime.graph_store import GraphStore
     from experiments.muzero.train import train
@@ -356,11 +467,12 @@ SCRIPT = textwrap.dedent(
     from tests.muzero.test_graph_store import TINY
     if mode == "load":
         def traced(*a, **k):
-            raise AssertionError("the train step was traced")
-        learner.Learner._update_packed = traced
+            raise AssertionError("a stored function was traced")
+        learner.Learner._update_packed = traced  # the train step
+        search_tf.CompiledSearch._move = traced  # the search, at either batch size
     graphs = None if mode == "plain" else GraphStore.beside(process.xla_cache_dir())
     rows = train(TINY, TaskConfig(), make_variant("scale_gradient"), get_placement("pseudocode"),
-                 seed=7, cache=AgentCache(graphs=graphs), overlap=False)
+                 seed=7, cache=AgentCache(graphs=graphs), overlap=True)
     rows = [{k: v for k, v in r.items() if not k.startswith("time/")} for r in rows]
     Path(out).write_text(json.dumps(rows))
     """
@@ -383,7 +495,9 @@ def test_later_processes_load_the_graph_and_its_programs_with_the_same_rows(tmp_
     folder = tmp_path / "stored"
     first = _process("store", folder, tmp_path / "first.json")
     programs = sorted(p.name for p in folder.glob("xla_*"))
-    assert programs and len(list((folder / "graphs").glob("*.pb"))) == 1
+    # the train step, the self-play search (4 environments) and the evaluation's (2 episodes),
+    # the latter planning with a copy of the weights (overlap: a WeightCopy's handles)
+    assert programs and len(list((folder / "graphs").glob("*.pb"))) == 3
     second = _process("load", folder, tmp_path / "second.json")
     assert first == plain and second == plain
     assert len(plain) == TINY.training_steps

@@ -32,6 +32,7 @@ from experiments.base.private_api import BROKEN, warn_fallback
 __all__ = [
     "CapturesUnavailable",
     "FlatCall",
+    "StoredCall",
     "captures_available",
     "copies_available",
     "substitutes_captures",
@@ -122,33 +123,20 @@ class FlatCall:
         self._concrete = concrete
         self._private = private  # None once it has failed: the public call from then on
         self._signature = args
-        self._expected = [
-            (s.dtype, tuple(s.shape.as_list()), s.name or f"#{i}") for i, s in enumerate(specs)
-        ]
+        self._inputs = _Inputs(args)
 
     @property
     def concrete(self) -> Any:
         """The wrapped concrete function."""
         return self._concrete
 
+    @property
+    def captured_inputs(self) -> list[Any]:
+        """What the graph reads beside its inputs (``concrete.captured_inputs``)."""
+        return self._concrete.captured_inputs
+
     def __call__(self, *args: Any, captured: list[Any] | None = None) -> Any:
-        try:
-            tf.nest.assert_same_structure(self._signature, args)
-        except (TypeError, ValueError):
-            expected = tf.nest.map_structure(lambda _: "tensor", self._signature)
-            raise ConfigError(
-                f"the arguments do not match the traced signature {expected}"
-            ) from None
-        flat = tf.nest.flatten(args)
-        tensors = []
-        for value, (dtype, shape, name) in zip(flat, self._expected, strict=True):
-            tensor = value if isinstance(value, tf.Tensor) else tf.constant(value)
-            if tensor.dtype != dtype or tuple(tensor.shape) != shape:
-                raise ConfigError(
-                    f"input {name!r} is {tensor.dtype.name} {list(tensor.shape)}; "
-                    f"expected {dtype.name} {list(shape)}"
-                )
-            tensors.append(tensor)
+        tensors = self._inputs.flat(args)
         if self._private is not None:
             inputs = self._concrete.captured_inputs if captured is None else captured
             try:
@@ -177,3 +165,77 @@ class FlatCall:
                 "networks' own weights instead (train(overlap=False))"
             )
         return self._concrete(*tf.nest.pack_sequence_as(self._signature, tensors))
+
+
+class _Inputs:
+    """A traced signature's positional tensors: a call's arguments checked against it (structure,
+    then each input's dtype and shape) and flattened, NumPy arrays and Python scalars converted."""
+
+    def __init__(self, signature: Any) -> None:
+        self._signature = signature
+        self._expected = [
+            (s.dtype, tuple(s.shape.as_list()), s.name or f"#{i}")
+            for i, s in enumerate(tf.nest.flatten(signature))
+        ]
+
+    def flat(self, args: Any) -> list[tf.Tensor]:
+        try:
+            tf.nest.assert_same_structure(self._signature, args)
+        except (TypeError, ValueError):
+            expected = tf.nest.map_structure(lambda _: "tensor", self._signature)
+            raise ConfigError(
+                f"the arguments do not match the traced signature {expected}"
+            ) from None
+        tensors = []
+        for value, (dtype, shape, name) in zip(tf.nest.flatten(args), self._expected, strict=True):
+            tensor = value if isinstance(value, tf.Tensor) else tf.constant(value)
+            if tensor.dtype != dtype or tuple(tensor.shape) != shape:
+                raise ConfigError(
+                    f"input {name!r} is {tensor.dtype.name} {list(tensor.shape)}; "
+                    f"expected {dtype.name} {list(shape)}"
+                )
+            tensors.append(tensor)
+        return tensors
+
+
+class StoredCall:
+    """A stored graph (:class:`~experiments.muzero.runtime.graph_store.BoundGraph`) called as
+    :class:`FlatCall` calls the traced function it was stored from: the same positional
+    ``signature`` (a tuple of ``TensorSpec``), the same checks, ``captured=`` in the order of
+    :attr:`captured_inputs`; returns its outputs flat, as a tuple (what the traced function
+    returns where that is a tuple of tensors, as the compiled search's).
+
+    If the stored call fails as a changed private API fails (TensorFlow's ``call_function``
+    taking other arguments: a :data:`~experiments.base.private_api.BROKEN` error, raised before
+    anything runs), it warns once and calls ``fallback()`` (a :class:`FlatCall` of the traced
+    function) from then on, a ``captured=`` list carried over variable by variable.
+    """
+
+    def __init__(self, bound: Any, signature: tuple, *, fallback: Any) -> None:
+        self._bound = bound
+        self._inputs = _Inputs(signature)
+        self._fallback = fallback
+        self._traced: FlatCall | None = None
+
+    @property
+    def captured_inputs(self) -> list[Any]:
+        """What the graph reads beside its inputs, in the stored order."""
+        return list(self._bound.captured_inputs)
+
+    def __call__(self, *args: Any, captured: list[Any] | None = None) -> tuple:
+        if self._traced is None:
+            tensors = self._inputs.flat(args)
+            try:
+                return tuple(self._bound(tensors, captured))
+            except BROKEN as err:
+                warn_fallback(
+                    "TensorFlow's context.call_function (a stored graph)",
+                    "the traced function",
+                    "tracing it in every process",
+                    err,
+                )
+                self._traced = self._fallback()
+        if captured is not None:  # the same swaps, in the traced function's order
+            swaps = {id(a): b for a, b in zip(self._bound.captured_inputs, captured, strict=True)}
+            captured = [swaps.get(id(c), c) for c in self._traced.captured_inputs]
+        return tuple(tf.nest.flatten(self._traced(*args, captured=captured)))

@@ -1,16 +1,21 @@
 """A traced function's graph kept on disk, so that a later process runs it without tracing again.
 
-A job that builds its agent traces its train step: about 3,200 graph operations built one by one in
-Python (1.2-1.6 s on 2 cores), before TensorFlow lowers the graph and XLA compiles it or loads it
-from its persistent cache. The graph depends on gradlab's code, the library versions, the
+A job that builds its agent traces its train step, about 3,200 graph operations built one by one in
+Python (1.2-1.6 s on 2 cores), and its searches (one per batch size: self-play's and the
+evaluation's, 0.24-0.61 s together), before TensorFlow lowers each graph and XLA compiles it or
+loads it from its persistent cache. A graph depends on gradlab's code, the library versions, the
 configuration (not the seed) and how TensorFlow traces (op determinism, Keras' float type and
 dtype policy), so :class:`GraphStore` keeps it under a key of all of these: the first process to
-trace it saves its ``FunctionDef`` (the graph as TensorFlow's runtime holds it) and which
-variables it reads; every later process registers that definition with the runtime and calls it,
-without tracing.
+trace it saves its ``FunctionDef`` (the graph as TensorFlow's runtime holds it) with the functions
+it calls (a ``while_loop``'s condition and body) and what it reads beside its inputs (which
+variables, and the values of captured constants such as the search's pUCT tables); every later
+process registers those definitions with the runtime and calls them, without tracing.
 
 * **The same program.** The definition is the traced one, node for node, registered under a name of
-  its own (``gradlab_<key>``) and called with the same inputs and the handles of the same variables.
+  its own (``gradlab_<key>``, the functions it calls ``gradlab_<key>_<i>``) and called with the
+  same inputs, the handles of the same variables (or of a
+  :class:`~experiments.muzero.runtime.weights.WeightCopy`'s, as the traced function would be)
+  and the same constants.
   It is what runs in every process, the one that traced it included (its traced function is never
   called), so XLA's persistent cache, which keys a program by its function's name and its HLO (the
   HLO holds the traced graph's source lines, which a stored definition does not carry), serves the
@@ -24,15 +29,18 @@ without tracing.
   (``experiments.SOURCES``, read before any other module of the package, and read again before a
   graph is written: a process whose files changed since it imported them writes nothing, since
   its graph may be the old code's). A change of any
-  is another key. Code outside the package (a plug-in variant) is not fingerprinted;
+  is another key. The identity must name everything a captured constant is computed from (as an
+  :class:`~experiments.muzero.agents.AgentCache` key does: a kept agent's functions, constants
+  included, serve every seed). Code outside the package (a plug-in variant) is not fingerprinted;
   :func:`experiments.muzero.train.train` stores nothing for it. A source file that cannot be read
   turns the store off.
 * **Names after it.** TensorFlow names each traced function with a process-wide counter. A graph
   loaded instead of traced advances the counter by what its trace took, so functions traced after
   it get their usual names (and their programs in XLA's cache).
-* **Files.** ``<folder>/<key>.pb`` (the definition) then ``<key>.json`` (what it reads, the counter
-  step, the caller's extra values, the definition's SHA-256), each written to a temporary file and
-  renamed, so concurrent workers never read half a file. A file that does not parse, match its
+* **Files.** ``<folder>/<key>.pb`` (the definitions) then ``<key>.json`` (what it reads, the
+  constants' bytes in hex, the counter step, the caller's extra values, the definitions'
+  SHA-256), each written to a temporary file and renamed, so concurrent workers never read half
+  a file. A file that does not parse, match its
   hash or register is not used: the graph is traced (and the files rewritten). A file that cannot
   be written (a full disk, a read-only folder) is skipped: the store is a cache, never a reason for
   a job to fail. Graphs of older code are not removed (a few hundred kB each).
@@ -57,6 +65,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
 from google.protobuf.message import DecodeError
 
@@ -65,9 +74,9 @@ from experiments.base import sources
 from experiments.base.private_api import BROKEN, warn_fallback
 from experiments.muzero.runtime.weights import tf_variable
 
-__all__ = ["GraphStore", "StoredGraph", "source_fingerprint", "tracing_context"]
+__all__ = ["BoundGraph", "GraphStore", "StoredGraph", "source_fingerprint", "tracing_context"]
 
-_FORMAT = 1
+_FORMAT = 2
 source_fingerprint = sources.fingerprint
 
 
@@ -113,26 +122,32 @@ def tracing_context() -> str:
     )
 
 
+Capture = int | np.ndarray
+"""What a stored graph reads beside its inputs, per captured input: a variable (its index in the
+variables the caller gives) or a constant (its value, kept in the file)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class StoredGraph:
     """A function's definition as stored, and how to call it.
 
     Attributes:
       name: the name it is registered (and called) under.
-      definition: the serialized ``FunctionDef``.
+      definition: a serialized ``FunctionDefLibrary``: the function first, then the functions it
+        calls (a ``while_loop``'s condition and body), renamed ``<name>_<i>``.
       captures: for each captured input of the traced function, in order, its index in the
-        variables the caller gave.
+        variables the caller gave, or the value of a captured constant.
       uids: how far its trace advanced TensorFlow's naming counter.
       extra: the caller's values kept with it (JSON).
     """
 
     name: str
     definition: bytes
-    captures: tuple[int, ...]
+    captures: tuple[Capture, ...]
     uids: int
     extra: dict[str, Any]
 
-    def bind(self, variables: Sequence[Any]) -> Callable[[Sequence[tf.Tensor]], list[tf.Tensor]]:
+    def bind(self, variables: Sequence[Any]) -> BoundGraph:
         """Registers the definition with this process's runtime (once) and returns a call of it
         on flat input tensors, reading ``variables`` (the same list, in the same order, as when
         it was stored: the indices in :attr:`captures`)."""
@@ -140,20 +155,41 @@ class StoredGraph:
         from tensorflow.python.eager import context
 
         try:  # before anything is registered: a bad index or variable is a damaged file
-            handles = [tf_variable(variables[i]).handle for i in self.captures]
+            captured = [
+                tf.constant(c) if isinstance(c, np.ndarray) else tf_variable(variables[c]).handle
+                for c in self.captures
+            ]
         except (IndexError, TypeError) as err:
             raise ValueError(f"the stored captures do not fit these variables: {err}") from err
-        definition = function_pb2.FunctionDef.FromString(self.definition)
+        library = function_pb2.FunctionDefLibrary.FromString(self.definition)
+        if not library.function or library.function[0].signature.name != self.name:
+            raise ValueError(f"the stored definition does not start with {self.name}")
         ctx = context.context()
         call_function = ctx.call_function  # looked up now: a missing one fails here, not later
         if not ctx.has_function(self.name):
-            ctx.add_function_def(definition)
-        name, outputs = self.name.encode(), len(definition.signature.output_arg)
+            for definition in reversed(library.function):  # the called functions first
+                ctx.add_function_def(definition)
+        outputs = len(library.function[0].signature.output_arg)
+        return BoundGraph(call_function, self.name.encode(), outputs, captured)
 
-        def call(tensors: Sequence[tf.Tensor]) -> list[tf.Tensor]:
-            return call_function(name, [*tensors, *handles], outputs)
 
-        return call
+class BoundGraph:
+    """A registered stored graph: ``call(tensors)`` runs it on flat input tensors and the
+    captured inputs it was bound to (:attr:`captured_inputs`), or on ``captured`` given instead
+    (e.g. a :class:`~experiments.muzero.runtime.weights.WeightCopy`'s handles in their place);
+    returns its flat outputs."""
+
+    def __init__(self, call_function: Any, name: bytes, outputs: int, captured: list[Any]) -> None:
+        self._call_function = call_function
+        self._name = name
+        self._outputs = outputs
+        self.captured_inputs = captured
+
+    def __call__(
+        self, tensors: Sequence[tf.Tensor], captured: Sequence[Any] | None = None
+    ) -> list[tf.Tensor]:
+        inputs = self.captured_inputs if captured is None else captured
+        return self._call_function(self._name, [*tensors, *inputs], self._outputs)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -195,7 +231,7 @@ class GraphStore:
             return StoredGraph(
                 name=str(meta["name"]),
                 definition=definition,
-                captures=tuple(int(i) for i in meta["captures"]),
+                captures=tuple(_decode(c) for c in meta["captures"]),
                 uids=int(meta["uids"]),
                 extra=dict(meta["extra"]),
             )
@@ -208,10 +244,11 @@ class GraphStore:
         """Stores ``concrete``'s definition (renamed ``gradlab_<key>``) for ``identity``.
 
         Returns:
-          What :meth:`load` will return; None (nothing written) if the function captured
-          anything but ``variables`` (a constant, another variable) or calls other functions, if
-          the package's sources changed since this process imported them, or if the files could
-          not be written.
+          What :meth:`load` will return; None (nothing written) if the function captured a
+          variable not among ``variables`` (it could not be found in another process) or
+          anything but variables and constants, if it calls a function its graph does not hold,
+          if the package's sources changed since this process imported them, or if the files
+          could not be written.
         """
         stored = self._stored(identity, concrete, variables, uids=uids, extra=extra)
         if stored is not None and not self._write(identity, stored):
@@ -223,13 +260,22 @@ class GraphStore:
     ) -> StoredGraph | None:
         """:meth:`save`'s graph, not written."""
         index = {id(tf_variable(v).handle): i for i, v in enumerate(variables)}
-        captures = [index.get(id(c)) for c in concrete.captured_inputs]
-        if any(i is None for i in captures) or concrete.graph.as_graph_def().library.function:
+        captures: list[Capture] = []
+        for c in concrete.captured_inputs:
+            if c.dtype == tf.resource:
+                if id(c) not in index:
+                    return None  # another variable: it cannot be found in another process
+                captures.append(index[id(c)])
+            elif isinstance(c, tf.Tensor) and not tf.is_symbolic_tensor(c):
+                captures.append(c.numpy())  # a constant of the configuration, e.g. a table
+            else:
+                return None
+        name = f"gradlab_{self.key(identity)[:32]}"
+        library = _renamed(concrete.function_def, concrete.graph.as_graph_def().library, name)
+        if library is None:
             return None
-        definition = concrete.function_def
-        definition.signature.name = f"gradlab_{self.key(identity)[:32]}"
-        data = definition.SerializeToString(deterministic=True)
-        return StoredGraph(definition.signature.name, data, tuple(captures), uids, dict(extra))
+        data = library.SerializeToString(deterministic=True)
+        return StoredGraph(name, data, tuple(captures), uids, dict(extra))
 
     def _write(self, identity: str, stored: StoredGraph) -> bool:
         """Writes ``stored``'s files; False (nothing, or nothing usable, written) where the
@@ -239,7 +285,7 @@ class GraphStore:
         key = self.key(identity)
         meta = {
             "name": stored.name,
-            "captures": list(stored.captures),
+            "captures": [_encode(c) for c in stored.captures],
             "uids": stored.uids,
             "extra": stored.extra,
             "sha256": hashlib.sha256(stored.definition).hexdigest(),
@@ -259,7 +305,7 @@ class GraphStore:
         trace: Callable[[], Any],
         variables: Sequence[Any],
         extra: Callable[[], dict],
-    ) -> tuple[Callable[[Sequence[tf.Tensor]], list[tf.Tensor]], dict] | None:
+    ) -> tuple[BoundGraph, dict] | None:
         """A call of the graph for ``identity`` and its extra values: loaded if stored, else
         ``trace()``d (a concrete function) and stored, ``extra()`` read after the trace.
 
@@ -302,6 +348,54 @@ class GraphStore:
             return _unavailable(err)
         self._write(identity, stored)
         return call, stored.extra
+
+
+def _renamed(main: Any, library: Any, name: str) -> Any:
+    """``main`` and the functions it calls (from ``library``, directly or through each other) as
+    one ``FunctionDefLibrary``: ``main`` renamed ``name`` first, the others renamed
+    ``<name>_<i>`` in the order they are first referred to, every reference rewritten. None if
+    it refers to a function the library lacks."""
+    from tensorflow.core.framework import function_pb2
+
+    found = {f.signature.name: f for f in library.function}
+    out = function_pb2.FunctionDefLibrary()
+    out.function.add().CopyFrom(main)
+    names: dict[str, str] = {}
+    done = 0
+    while done < len(out.function):
+        definition = out.function[done]
+        done += 1
+        for node in definition.node_def:
+            for value in node.attr.values():
+                refs = [value.func] if value.HasField("func") else list(value.list.func)
+                for ref in refs:
+                    if ref.name not in names:
+                        if ref.name not in found:
+                            return None
+                        names[ref.name] = f"{name}_{len(names)}"
+                        out.function.add().CopyFrom(found[ref.name])
+                    ref.name = names[ref.name]
+    out.function[0].signature.name = name
+    for definition in out.function[1:]:
+        definition.signature.name = names[definition.signature.name]
+    return out
+
+
+def _encode(capture: Capture) -> int | dict[str, Any]:
+    if isinstance(capture, np.ndarray):
+        return {
+            "dtype": capture.dtype.str,
+            "shape": list(capture.shape),
+            "hex": capture.tobytes().hex(),
+        }
+    return capture
+
+
+def _decode(capture: Any) -> Capture:
+    if isinstance(capture, dict):
+        data = bytes.fromhex(capture["hex"])
+        return np.frombuffer(data, np.dtype(capture["dtype"])).reshape(capture["shape"]).copy()
+    return int(capture)
 
 
 def _advance_uids(count: int) -> int:
