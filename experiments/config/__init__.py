@@ -109,8 +109,8 @@ class RuntimeConfig:
         be faster on a GPU, where some kernels then pick non-deterministic algorithms.
       xla_cache: a folder where XLA's compiled programs are kept and reused by later jobs of the
         same shapes (seconds saved per job; the numbers are the same), and in its ``graphs/``
-        the traced train steps (:mod:`experiments.muzero.runtime.graph_store`); None: trace and
-        compile each time.
+        the traced train steps and searches (:mod:`experiments.muzero.runtime.graph_store`);
+        None: trace and compile each time.
     """
 
     results_dir: str = "results"

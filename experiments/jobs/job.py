@@ -136,7 +136,7 @@ def _muzero_programs(run: Any) -> tuple[str, str, str]:
 
 
 def _agent_cache() -> Any:
-    """Agents kept between a host's jobs, their traced train steps beside the process's XLA
+    """Agents kept between a host's jobs, their traced train steps and searches beside the XLA
     programs (``runtime.xla_cache``, set before a host makes its cache; none without it)."""
     from experiments.base.process import xla_cache_dir
     from experiments.muzero import AgentCache

@@ -241,6 +241,7 @@ class CompiledSearch:
                     trace,
                     self._variables,
                     dict,
+                    constants=(self._constants.explore, self._constants.inverse),
                 )
             if found is None:
                 self._concrete[key] = traced()

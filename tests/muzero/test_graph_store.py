@@ -282,42 +282,134 @@ def _powers():
         acc = tf.while_loop(lambda i, a: i < 3, body, (tf.constant(0), x))[1]
         return acc, tf.gather(table, tf.constant([2, 0]))
 
-    return tf.function(fn, jit_compile=True, autograph=False), [w]
+    return tf.function(fn, jit_compile=True, autograph=False), [w], table
 
 
-def test_called_functions_and_captured_constants_are_stored_with_the_graph(tmp_path):
-    fn, variables = _powers()
+def test_called_functions_and_given_constants_are_stored_with_the_graph(tmp_path):
+    fn, variables, table = _powers()
     spec = tf.TensorSpec([2], tf.float32)
     concrete = fn.get_concrete_function(spec)
-    assert len(concrete.graph.as_graph_def().library.function) == 4  # two loops' cond and body
+    traced_library = concrete.graph.as_graph_def().library
+    traced_names = [f.signature.name for f in traced_library.function]
+    assert len(traced_names) == 4  # the two loops' condition and body
     store = GraphStore(tmp_path, fingerprint="f")
-    call, _ = store.program("powers", lambda: concrete, variables, dict)
+    # a constant the caller does not name cannot be found in another process: not stored
+    assert store.program("powers", lambda: concrete, variables, dict) is None
+    assert list(tmp_path.iterdir()) == []
+    call, _ = store.program("powers", lambda: concrete, variables, dict, constants=[table])
     x = tf.constant([1.0, 1.0])
     # six multiplications by w: [2 ** 6, 3 ** 6]; the table's entries 2 and 0
     expected = ([64.0, 729.0], [30.0, 10.0])
     for got, want in zip(call([x]), expected, strict=True):
         np.testing.assert_array_equal(got.numpy(), want)
     stored = store.load("powers")
-    meta = json.loads((tmp_path / f"{store.key('powers')}.json").read_text())
-    assert meta["captures"][0] == 0 or meta["captures"][1] == 0  # the variable, by index
-    (constant,) = [c for c in meta["captures"] if isinstance(c, dict)]
-    assert constant["shape"] == [3] and np.dtype(constant["dtype"]) == np.float64
+    assert sorted(stored.captures) == [0, 1]  # the variable (index 0) and the table (1)
     library = function_pb2.FunctionDefLibrary.FromString(stored.definition)
     names = [f.signature.name for f in library.function]
     assert names == [stored.name] + [f"{stored.name}_{i}" for i in range(4)]
-    refs = {a.func.name for f in library.function for n in f.node_def for a in n.attr.values()
-            if a.HasField("func")}  # fmt: skip
-    assert refs == set(names[1:])  # every reference rewritten to the stored names
-    # as in a new process: registered from the files, on another variable, nothing traced
+    # as in a new process: registered from the files, on another variable and table, the
+    # traced functions gone (a reference left to one of them would fail to run)
+    ctx = context.context()
+    traced = [*traced_library.function, concrete.function_def]
     for name in names:
-        context.context().remove_function(name)
-    w2 = tf.Variable([1.0, -1.0])
-    loaded, _ = GraphStore(tmp_path, fingerprint="f").program(
-        "powers", lambda: pytest.fail("traced again"), [w2], dict
-    )
-    got = [t.numpy() for t in loaded([x])]
+        ctx.remove_function(name)
+    for definition in traced:
+        ctx.remove_function(definition.signature.name)
+    try:
+        assert not any(ctx.has_function(n) for n in traced_names)
+        w2 = tf.Variable([1.0, -1.0])
+        table2 = tf.constant([1.0, 2.0, 3.0], tf.float64)
+        loaded, _ = GraphStore(tmp_path, fingerprint="f").program(
+            "powers", lambda: pytest.fail("traced again"), [w2], dict, constants=[table2]
+        )
+        got = [t.numpy() for t in loaded([x])]
+    finally:  # back, for TensorFlow to remove when the traced function goes
+        for definition in traced:
+            ctx.add_function_def(definition)
     np.testing.assert_array_equal(got[0], [1.0, 1.0])  # (-1) ** 6 = 1
-    np.testing.assert_array_equal(got[1], [30.0, 10.0])
+    np.testing.assert_array_equal(got[1], [3.0, 1.0])  # this process's table
+
+
+def test_a_stored_search_plans_as_the_traced_one_on_the_weights_and_on_a_copy(tmp_path):
+    from experiments.muzero.networks import Networks
+    from experiments.muzero.runtime.compiled_call import StoredCall
+    from experiments.muzero.selfplay import Inference
+
+    config = dataclasses.replace(TINY, num_simulations=6)
+    nets = Networks(config.network, observation_size=6, num_actions=3, seed=0)
+    traced = Inference(nets).compiled_search(config)
+    store = GraphStore(tmp_path)
+    stored = Inference(nets, graphs=store, identity="tiny").compiled_search(config)
+    observations = np.random.default_rng(0).normal(size=(4, 6)).astype(np.float32)
+
+    def move(search, **weights):
+        out = search.act(observations, rng=np.random.default_rng(1), temperature=1.0, **weights)
+        return [out.actions, out.root_value, out.visit_counts, out.q_values]
+
+    def assert_same(a, b):
+        for x, y in zip(a, b, strict=True):
+            np.testing.assert_array_equal(x, y)
+
+    before = move(traced)
+    assert_same(move(stored), before)
+    assert isinstance(stored.concrete_function(4, 6), StoredCall)
+    assert len(list(tmp_path.glob("*.pb"))) == 1
+    copy = Inference(nets).weight_copy()  # the weights as they are now
+    rng = np.random.default_rng(2)
+    for variable in nets.variables:  # new weights (some layers start at zero)
+        variable.assign(rng.normal(scale=0.5, size=variable.shape).astype(np.float32))
+    after = move(traced)
+    assert not all(np.array_equal(x, y) for x, y in zip(after, before, strict=True))
+    assert_same(move(stored), after)
+    assert_same(move(stored, weights=copy), before)  # the copy: the weights before the change
+    assert_same(move(traced, weights=copy), before)
+
+
+def test_renaming_follows_every_kind_of_function_reference():
+    from tensorflow.core.framework import attr_value_pb2
+
+    def function(name, *nodes):
+        definition = function_pb2.FunctionDef()
+        definition.signature.name = name
+        for node in nodes:
+            definition.node_def.add().CopyFrom(node)
+        return definition
+
+    def node(name, op, **funcs):
+        n = tf.compat.v1.NodeDef(name=name, op=op)
+        for key, value in funcs.items():
+            n.attr[key].CopyFrom(value)
+        return n
+
+    def func(name, **attrs):
+        value = attr_value_pb2.AttrValue()
+        value.func.name = name
+        for key, inner in attrs.items():
+            value.func.attr[key].CopyFrom(inner)
+        return value
+
+    listed = attr_value_pb2.AttrValue()
+    listed.list.func.add().name = "d"
+    main = function(
+        "main",
+        node("call", "a"),  # a node whose op is a function
+        node("while", "While", cond=func("b", inner=func("c")), body=listed),  # nested, a list
+    )
+    library = function_pb2.FunctionDefLibrary()
+    for name in ("d", "c", "b", "a", "unused"):
+        library.function.add().CopyFrom(function(name, node("x", "Identity")))
+    out = graph_store._renamed(main, library, "g")
+    # first referred to: a (an op), then the while node's attributes by name: body (d), cond (b)
+    # and inside it c
+    assert [f.signature.name for f in out.function] == ["g", "g_0", "g_1", "g_2", "g_3"]
+    first = out.function[0]
+    assert first.node_def[0].op == "g_0"
+    attrs = first.node_def[1].attr
+    assert attrs["body"].list.func[0].name == "g_1"
+    assert attrs["cond"].func.name == "g_2" and attrs["cond"].func.attr["inner"].func.name == "g_3"
+    library.function.pop()  # a reference the library cannot resolve: not stored
+    missing = function("main", node("call", "Identity", f=func("nowhere")))
+    assert graph_store._renamed(missing, library, "g") is None
 
 
 def test_a_stored_call_checks_its_inputs_and_reads_other_variables_when_given():

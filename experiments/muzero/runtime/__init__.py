@@ -10,8 +10,9 @@
 * :mod:`~experiments.muzero.runtime.deferred`: ``DeferredEvaluations``, a run's rows in order,
   their evaluations run beside training;
 * :mod:`~experiments.muzero.runtime._worker`: the one worker thread behind the last two;
-* :mod:`~experiments.muzero.runtime.graph_store`: ``GraphStore``, a traced train step kept on
-  disk beside the XLA cache and run by later processes without tracing it again.
+* :mod:`~experiments.muzero.runtime.graph_store`: ``GraphStore``, a traced train step and
+  searches kept on disk beside the XLA cache and run by later processes without tracing them
+  again.
 
 Each is checked to give the same numbers as the plain path (``tests/muzero/test_compiled_call.py``,
 ``tests/muzero/test_batches.py``, ``tests/muzero/test_deferred.py``,

@@ -18,6 +18,10 @@ running the program on OTHER captured inputs (``captured=``, how
 ``_call_flat`` that raises :class:`CapturesUnavailable`; :func:`substitutes_captures` says
 beforehand whether it would, and :func:`copies_available` decides for a run (one warning, then
 evaluations in line with training).
+
+:class:`StoredCall` is its twin for a graph loaded from the graph store
+(:mod:`experiments.muzero.runtime.graph_store`): the same checks and ``captured=``, the stored
+definition run through ``context.call_function`` instead of ``_call_flat``.
 """
 
 from __future__ import annotations

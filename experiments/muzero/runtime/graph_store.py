@@ -7,15 +7,17 @@ loads it from its persistent cache. A graph depends on gradlab's code, the libra
 configuration (not the seed) and how TensorFlow traces (op determinism, Keras' float type and
 dtype policy), so :class:`GraphStore` keeps it under a key of all of these: the first process to
 trace it saves its ``FunctionDef`` (the graph as TensorFlow's runtime holds it) with the functions
-it calls (a ``while_loop``'s condition and body) and what it reads beside its inputs (which
-variables, and the values of captured constants such as the search's pUCT tables); every later
-process registers those definitions with the runtime and calls them, without tracing.
+it calls (a ``while_loop``'s condition and body) and what it reads beside its inputs (which of
+the variables and constants its caller names: the networks' weights, the search's pUCT tables);
+every later process registers those definitions with the runtime and calls them on its own
+variables and constants, without tracing.
 
 * **The same program.** The definition is the traced one, node for node, registered under a name of
   its own (``gradlab_<key>``, the functions it calls ``gradlab_<key>_<i>``) and called with the
   same inputs, the handles of the same variables (or of a
   :class:`~experiments.muzero.runtime.weights.WeightCopy`'s, as the traced function would be)
-  and the same constants.
+  and the constants its caller computed in this process (a capture that is neither is not
+  stored: its value could not be found elsewhere).
   It is what runs in every process, the one that traced it included (its traced function is never
   called), so XLA's persistent cache, which keys a program by its function's name and its HLO (the
   HLO holds the traced graph's source lines, which a stored definition does not carry), serves the
@@ -29,19 +31,16 @@ process registers those definitions with the runtime and calls them, without tra
   (``experiments.SOURCES``, read before any other module of the package, and read again before a
   graph is written: a process whose files changed since it imported them writes nothing, since
   its graph may be the old code's). A change of any
-  is another key. The identity must name everything a captured constant is computed from (as an
-  :class:`~experiments.muzero.agents.AgentCache` key does: a kept agent's functions, constants
-  included, serve every seed). Code outside the package (a plug-in variant) is not fingerprinted;
+  is another key. Code outside the package (a plug-in variant) is not fingerprinted;
   :func:`experiments.muzero.train.train` stores nothing for it. A source file that cannot be read
   turns the store off.
 * **Names after it.** TensorFlow names each traced function with a process-wide counter. A graph
   loaded instead of traced advances the counter by what its trace took, so functions traced after
   it get their usual names (and their programs in XLA's cache).
 * **Files.** ``<folder>/<key>.pb`` (the definitions) then ``<key>.json`` (what it reads, the
-  constants' bytes in hex, the counter step, the caller's extra values, the definitions'
-  SHA-256), each written to a temporary file and renamed, so concurrent workers never read half
-  a file. A file that does not parse, match its
-  hash or register is not used: the graph is traced (and the files rewritten). A file that cannot
+  counter step, the caller's extra values, the definitions' SHA-256), each written to a
+  temporary file and renamed, so concurrent workers never read half a file. A file that does
+  not parse, match its hash or register is not used: the graph is traced (and the files rewritten). A file that cannot
   be written (a full disk, a read-only folder) is skipped: the store is a cache, never a reason for
   a job to fail. Graphs of older code are not removed (a few hundred kB each).
 
@@ -49,7 +48,8 @@ It uses four private TensorFlow calls (``context.add_function_def``, ``context.c
 ``ops.uid``, ``config.is_op_determinism_enabled``; pinned TensorFlow 2.21.0); if one is gone,
 :meth:`GraphStore.program` warns once (:class:`~experiments.base.private_api.PrivateAPIWarning`)
 and returns None: the caller traces as before, with the same numbers. ``call_function`` with
-other arguments fails at the first call: :class:`~experiments.muzero.learner.StoredStep` then
+other arguments fails at the first call: :class:`~experiments.muzero.learner.StoredStep` (the
+train step) or :class:`~experiments.muzero.runtime.compiled_call.StoredCall` (a search) then
 warns and calls the traced function.
 """
 
@@ -65,7 +65,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import tensorflow as tf
 from google.protobuf.message import DecodeError
 
@@ -122,11 +121,6 @@ def tracing_context() -> str:
     )
 
 
-Capture = int | np.ndarray
-"""What a stored graph reads beside its inputs, per captured input: a variable (its index in the
-variables the caller gives) or a constant (its value, kept in the file)."""
-
-
 @dataclasses.dataclass(frozen=True)
 class StoredGraph:
     """A function's definition as stored, and how to call it.
@@ -135,30 +129,28 @@ class StoredGraph:
       name: the name it is registered (and called) under.
       definition: a serialized ``FunctionDefLibrary``: the function first, then the functions it
         calls (a ``while_loop``'s condition and body), renamed ``<name>_<i>``.
-      captures: for each captured input of the traced function, in order, its index in the
-        variables the caller gave, or the value of a captured constant.
+      captures: for each captured input of the traced function, in order, its index in what
+        the caller gave: its variables, then its constants.
       uids: how far its trace advanced TensorFlow's naming counter.
       extra: the caller's values kept with it (JSON).
     """
 
     name: str
     definition: bytes
-    captures: tuple[Capture, ...]
+    captures: tuple[int, ...]
     uids: int
     extra: dict[str, Any]
 
-    def bind(self, variables: Sequence[Any]) -> BoundGraph:
+    def bind(self, variables: Sequence[Any], constants: Sequence[tf.Tensor] = ()) -> BoundGraph:
         """Registers the definition with this process's runtime (once) and returns a call of it
-        on flat input tensors, reading ``variables`` (the same list, in the same order, as when
-        it was stored: the indices in :attr:`captures`)."""
+        on flat input tensors, reading ``variables`` and ``constants`` (the same lists, in the
+        same order, as when it was stored: the indices in :attr:`captures`)."""
         from tensorflow.core.framework import function_pb2
         from tensorflow.python.eager import context
 
         try:  # before anything is registered: a bad index or variable is a damaged file
-            captured = [
-                tf.constant(c) if isinstance(c, np.ndarray) else tf_variable(variables[c]).handle
-                for c in self.captures
-            ]
+            inputs = [*(tf_variable(v).handle for v in variables), *constants]
+            captured = [inputs[i] for i in self.captures]
         except (IndexError, TypeError) as err:
             raise ValueError(f"the stored captures do not fit these variables: {err}") from err
         library = function_pb2.FunctionDefLibrary.FromString(self.definition)
@@ -166,7 +158,7 @@ class StoredGraph:
             raise ValueError(f"the stored definition does not start with {self.name}")
         ctx = context.context()
         call_function = ctx.call_function  # looked up now: a missing one fails here, not later
-        if not ctx.has_function(self.name):
+        if not all(ctx.has_function(f.signature.name) for f in library.function):
             for definition in reversed(library.function):  # the called functions first
                 ctx.add_function_def(definition)
         outputs = len(library.function[0].signature.output_arg)
@@ -231,7 +223,7 @@ class GraphStore:
             return StoredGraph(
                 name=str(meta["name"]),
                 definition=definition,
-                captures=tuple(_decode(c) for c in meta["captures"]),
+                captures=tuple(int(i) for i in meta["captures"]),
                 uids=int(meta["uids"]),
                 extra=dict(meta["extra"]),
             )
@@ -239,37 +231,46 @@ class GraphStore:
             return None
 
     def save(
-        self, identity: str, concrete: Any, variables: Sequence[Any], *, uids: int, extra: dict
+        self,
+        identity: str,
+        concrete: Any,
+        variables: Sequence[Any],
+        *,
+        uids: int,
+        extra: dict,
+        constants: Sequence[tf.Tensor] = (),
     ) -> StoredGraph | None:
         """Stores ``concrete``'s definition (renamed ``gradlab_<key>``) for ``identity``.
 
         Returns:
-          What :meth:`load` will return; None (nothing written) if the function captured a
-          variable not among ``variables`` (it could not be found in another process) or
-          anything but variables and constants, if it calls a function its graph does not hold,
+          What :meth:`load` will return; None (nothing written) if the function captured
+          anything but ``variables`` and ``constants`` (the tensors the caller computes in every
+          process, e.g. the search's pUCT tables; another variable or constant could not be
+          found in another process), if it calls a function its graph does not hold,
           if the package's sources changed since this process imported them, or if the files
           could not be written.
         """
-        stored = self._stored(identity, concrete, variables, uids=uids, extra=extra)
+        stored = self._stored(identity, concrete, variables, constants, uids=uids, extra=extra)
         if stored is not None and not self._write(identity, stored):
             return None
         return stored
 
     def _stored(
-        self, identity: str, concrete: Any, variables: Sequence[Any], *, uids: int, extra: dict
+        self,
+        identity: str,
+        concrete: Any,
+        variables: Sequence[Any],
+        constants: Sequence[tf.Tensor] = (),
+        *,
+        uids: int,
+        extra: dict,
     ) -> StoredGraph | None:
         """:meth:`save`'s graph, not written."""
-        index = {id(tf_variable(v).handle): i for i, v in enumerate(variables)}
-        captures: list[Capture] = []
-        for c in concrete.captured_inputs:
-            if c.dtype == tf.resource:
-                if id(c) not in index:
-                    return None  # another variable: it cannot be found in another process
-                captures.append(index[id(c)])
-            elif isinstance(c, tf.Tensor) and not tf.is_symbolic_tensor(c):
-                captures.append(c.numpy())  # a constant of the configuration, e.g. a table
-            else:
-                return None
+        inputs = [*(tf_variable(v).handle for v in variables), *constants]
+        index = {id(t): i for i, t in enumerate(inputs)}
+        captures = [index.get(id(c)) for c in concrete.captured_inputs]
+        if any(i is None for i in captures):
+            return None  # something else: it could not be found in another process
         name = f"gradlab_{self.key(identity)[:32]}"
         library = _renamed(concrete.function_def, concrete.graph.as_graph_def().library, name)
         if library is None:
@@ -285,7 +286,7 @@ class GraphStore:
         key = self.key(identity)
         meta = {
             "name": stored.name,
-            "captures": [_encode(c) for c in stored.captures],
+            "captures": list(stored.captures),
             "uids": stored.uids,
             "extra": stored.extra,
             "sha256": hashlib.sha256(stored.definition).hexdigest(),
@@ -305,9 +306,11 @@ class GraphStore:
         trace: Callable[[], Any],
         variables: Sequence[Any],
         extra: Callable[[], dict],
+        constants: Sequence[tf.Tensor] = (),
     ) -> tuple[BoundGraph, dict] | None:
         """A call of the graph for ``identity`` and its extra values: loaded if stored, else
         ``trace()``d (a concrete function) and stored, ``extra()`` read after the trace.
+        ``variables`` and ``constants``: what the function may capture, as :meth:`save` says.
 
         Returns None where the graph cannot be stored (see :meth:`save`; the caller uses its
         traced function), where :attr:`fingerprint` is None, or where TensorFlow lacks a private
@@ -322,7 +325,7 @@ class GraphStore:
         stored = self.load(identity)
         if stored is not None:
             try:
-                call = stored.bind(variables)
+                call = stored.bind(variables, constants)
             except BROKEN as err:
                 return _unavailable(err)
             except (ValueError, tf.errors.OpError, DecodeError):
@@ -339,13 +342,15 @@ class GraphStore:
             return _unavailable(err)
         concrete = trace()
         uids = _advance_uids(1) - start
-        stored = self._stored(identity, concrete, variables, uids=uids, extra=extra())
+        stored = self._stored(identity, concrete, variables, constants, uids=uids, extra=extra())
         if stored is None:
             return None
         try:
-            call = stored.bind(variables)  # registered here before it is kept for others
+            call = stored.bind(variables, constants)  # registered here before it is kept
         except BROKEN as err:
             return _unavailable(err)
+        except (ValueError, tf.errors.OpError):
+            return None  # a definition this runtime refuses: the traced function is used
         self._write(identity, stored)
         return call, stored.extra
 
@@ -353,49 +358,55 @@ class GraphStore:
 def _renamed(main: Any, library: Any, name: str) -> Any:
     """``main`` and the functions it calls (from ``library``, directly or through each other) as
     one ``FunctionDefLibrary``: ``main`` renamed ``name`` first, the others renamed
-    ``<name>_<i>`` in the order they are first referred to, every reference rewritten. None if
-    it refers to a function the library lacks."""
+    ``<name>_<i>`` in the order they are first referred to (nodes in order, attributes by name),
+    every reference rewritten: a node whose op is a function, a function-valued attribute, a
+    list of them, and the attributes of those in turn. None if it refers to a function the
+    library lacks."""
     from tensorflow.core.framework import function_pb2
 
     found = {f.signature.name: f for f in library.function}
     out = function_pb2.FunctionDefLibrary()
     out.function.add().CopyFrom(main)
     names: dict[str, str] = {}
+
+    def renamed(old: str) -> str | None:
+        if old not in names:
+            if old not in found:
+                return None
+            names[old] = f"{name}_{len(names)}"
+            out.function.add().CopyFrom(found[old])
+        return names[old]
+
     done = 0
     while done < len(out.function):
         definition = out.function[done]
         done += 1
+        attrs = [definition.attr[k] for k in sorted(definition.attr)]
         for node in definition.node_def:
-            for value in node.attr.values():
-                refs = [value.func] if value.HasField("func") else list(value.list.func)
-                for ref in refs:
-                    if ref.name not in names:
-                        if ref.name not in found:
-                            return None
-                        names[ref.name] = f"{name}_{len(names)}"
-                        out.function.add().CopyFrom(found[ref.name])
-                    ref.name = names[ref.name]
+            if node.op in found:
+                node.op = renamed(node.op)
+            attrs.extend(node.attr[k] for k in sorted(node.attr))
+        for ref in _function_refs(attrs):
+            new = renamed(ref.name)
+            if new is None:
+                return None
+            ref.name = new
     out.function[0].signature.name = name
     for definition in out.function[1:]:
         definition.signature.name = names[definition.signature.name]
     return out
 
 
-def _encode(capture: Capture) -> int | dict[str, Any]:
-    if isinstance(capture, np.ndarray):
-        return {
-            "dtype": capture.dtype.str,
-            "shape": list(capture.shape),
-            "hex": capture.tobytes().hex(),
-        }
-    return capture
-
-
-def _decode(capture: Any) -> Capture:
-    if isinstance(capture, dict):
-        data = bytes.fromhex(capture["hex"])
-        return np.frombuffer(data, np.dtype(capture["dtype"])).reshape(capture["shape"]).copy()
-    return int(capture)
+def _function_refs(values: list[Any]) -> list[Any]:
+    """The functions (``NameAttrList`` s) ``values`` (``AttrValue`` s) name, and those their own
+    attributes name, depth first."""
+    refs = []
+    for value in values:
+        funcs = [value.func] if value.HasField("func") else list(value.list.func)
+        for func in funcs:
+            refs.append(func)
+            refs.extend(_function_refs([func.attr[k] for k in sorted(func.attr)]))
+    return refs
 
 
 def _advance_uids(count: int) -> int:
