@@ -40,9 +40,10 @@ variables and constants, without tracing.
 * **Files.** ``<folder>/<key>.pb`` (the definitions) then ``<key>.json`` (what it reads, the
   counter step, the caller's extra values, the definitions' SHA-256), each written to a
   temporary file and renamed, so concurrent workers never read half a file. A file that does
-  not parse, match its hash or register is not used: the graph is traced (and the files rewritten). A file that cannot
-  be written (a full disk, a read-only folder) is skipped: the store is a cache, never a reason for
-  a job to fail. Graphs of older code are not removed (a few hundred kB each).
+  not parse, match its hash or register is not used: the graph is traced (and the files
+  rewritten). A file that cannot be written (a full disk, a read-only folder) is skipped: the
+  store is a cache, never a reason for a job to fail. Graphs of older code are not removed (a
+  few hundred kB each).
 
 It uses four private TensorFlow calls (``context.add_function_def``, ``context.call_function``,
 ``ops.uid``, ``config.is_op_determinism_enabled``; pinned TensorFlow 2.21.0); if one is gone,
