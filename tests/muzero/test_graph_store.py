@@ -46,9 +46,12 @@ TINY = MuZeroConfig(
 @pytest.fixture(autouse=True)
 def _sources_as_imported(monkeypatch):
     """The package's files read as at import, so that a write is not refused for a change of the
-    files that happened elsewhere: in the full suite at 981abf2 the first seven tests here found
-    nothing written, and alone (tests/muzero) they pass; the cause was not found. A change of the
-    files is tested on its own (test_nothing_is_written_where_it_cannot_be_or_the_code_changed)."""
+    files that happens elsewhere while the tests run (an editor's save: by design, the store
+    then writes nothing). In the full suite at 981abf2 the first seven tests here found nothing
+    written; the full suite at 144b02f with this fixture off and no file edited passed (idle,
+    2026-12-07), so those failures were most likely edits made while that suite ran (it started
+    before 981abf2 was committed). A change of the files is tested on its own
+    (test_nothing_is_written_where_it_cannot_be_or_the_code_changed)."""
     monkeypatch.setattr(graph_store, "_imported_sources", lambda: experiments.SOURCES)
 
 
