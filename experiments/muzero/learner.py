@@ -55,7 +55,7 @@ from experiments.muzero.networks import Networks, recurrent_step
 from experiments.muzero.optimizers import make_optimizer
 from experiments.muzero.options import step_weights
 from experiments.muzero.replay import Batch
-from experiments.muzero.runtime.compiled_call import FlatCall
+from experiments.muzero.runtime.compiled_call import REFUSED, FlatCall
 from experiments.muzero.runtime.graph_store import GraphStore
 
 __all__ = ["Learner", "StepInputs", "make_optimizer", "step_weights"]
@@ -358,7 +358,9 @@ class StoredStep:
 
     If the stored call fails as a changed private API fails (TensorFlow's ``call_function``
     taking other arguments: an :data:`~experiments.base.private_api.BROKEN` error, raised before
-    anything runs), it warns once and calls ``fallback()`` (the traced step) from then on.
+    anything runs), or its first call as a refused definition fails
+    (:data:`~experiments.muzero.runtime.compiled_call.REFUSED`), it warns once and calls
+    ``fallback()`` (the traced step) from then on.
     """
 
     def __init__(
@@ -367,6 +369,7 @@ class StoredStep:
         self._call = call
         self._fallback = fallback
         self._traced: Any = None
+        self._ran = False
         self._spec = [(key, spec[key]) for key in sorted(spec)]
 
     def __call__(self, tensors: StepInputs) -> tf.Tensor:
@@ -388,7 +391,10 @@ class StoredStep:
             flat.append(tensor)
         try:
             outputs = self._call(flat)
-        except BROKEN as err:
+            self._ran = True
+        except (*BROKEN, *REFUSED) as err:
+            if isinstance(err, REFUSED) and self._ran:
+                raise
             warn_fallback(
                 "TensorFlow's context.call_function (a stored train step)",
                 "the traced step",

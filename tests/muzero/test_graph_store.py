@@ -368,6 +368,78 @@ def test_a_stored_search_plans_as_the_traced_one_on_the_weights_and_on_a_copy(tm
     assert_same(move(traced, weights=copy), before)
 
 
+def test_a_definition_refused_at_its_first_call_falls_back_to_the_traced_function(tmp_path):
+    from experiments.muzero.learner import StoredStep
+    from experiments.muzero.runtime.compiled_call import FlatCall, StoredCall
+
+    fn, variables = _dense()
+    spec = tf.TensorSpec([1, 2], tf.float32)
+    concrete = fn.get_concrete_function(spec)
+    stored = GraphStore(tmp_path, fingerprint="f")._stored(
+        "dense", concrete, variables, uids=0, extra={}
+    )
+    bound = stored.bind(variables)
+    run = bound._call_function
+    calls = []
+
+    def refused_once(name, inputs, outputs):  # as the runtime refuses a definition it runs
+        calls.append(name)
+        if len(calls) == 1:
+            raise tf.errors.NotFoundError(None, None, "Function while_body_3 is not defined.")
+        return run(name, inputs, outputs)
+
+    bound._call_function = refused_once
+    call = StoredCall(bound, (spec,), fallback=lambda: FlatCall(concrete))
+    x = np.array([[1.0, 1.0]], np.float32)
+    with pytest.warns(PrivateAPIWarning, match="not defined"):
+        np.testing.assert_array_equal(call(x)[0].numpy(), [[4.5, 5.5]])  # the traced function's
+    assert len(calls) == 1  # the stored graph is not called again
+    # after a first call that ran, the graph's own errors are raised, not hidden
+    bound._call_function = run
+    late = StoredCall(bound, (spec,), fallback=lambda: pytest.fail("fell back"))
+    late(x)
+
+    def invalid(name, inputs, outputs):
+        raise tf.errors.InvalidArgumentError(None, None, "the graph's own error")
+
+    bound._call_function = invalid
+    with pytest.raises(tf.errors.InvalidArgumentError, match="own error"):
+        late(x)
+    step_spec = {"x": spec}
+    step = StoredStep(
+        lambda flat: invalid(b"n", flat, 1), step_spec, fallback=lambda: lambda t: "traced"
+    )
+    with pytest.warns(PrivateAPIWarning, match="own error"):
+        assert step({"x": x}) == "traced"
+
+
+def test_a_definition_refused_when_stored_or_a_bad_capture_index_is_traced(tmp_path, monkeypatch):
+    fn, variables = _dense()
+    spec = tf.TensorSpec([1, 2], tf.float32)
+    store = GraphStore(tmp_path, fingerprint="f")
+    real_bind = graph_store.StoredGraph.bind
+
+    def refused(self, variables, constants=()):
+        raise tf.errors.InvalidArgumentError(None, None, "definitions differ")
+
+    monkeypatch.setattr(graph_store.StoredGraph, "bind", refused)
+    found = store.program("dense", lambda: fn.get_concrete_function(spec), variables, dict)
+    assert found is None and list(tmp_path.iterdir()) == []  # the caller's traced function
+    monkeypatch.setattr(graph_store.StoredGraph, "bind", real_bind)
+    assert store.program("dense", lambda: fn.get_concrete_function(spec), variables, dict)
+    key = store.key("dense")
+    meta = json.loads((tmp_path / f"{key}.json").read_text())
+    (tmp_path / f"{key}.json").write_text(json.dumps({**meta, "captures": [0, -1]}))
+    with pytest.raises(ValueError, match="capture index"):
+        store.load("dense").bind(variables)
+    traced = []
+    store.program(
+        "dense", lambda: traced.append(1) or fn.get_concrete_function(spec), variables, dict
+    )
+    assert traced == [1]  # a damaged file: traced and stored again
+    assert json.loads((tmp_path / f"{key}.json").read_text())["captures"] == [0, 1]
+
+
 def test_renaming_follows_every_kind_of_function_reference():
     from tensorflow.core.framework import attr_value_pb2
 

@@ -36,11 +36,19 @@ from experiments.base.private_api import BROKEN, warn_fallback
 __all__ = [
     "CapturesUnavailable",
     "FlatCall",
+    "REFUSED",
     "StoredCall",
     "captures_available",
     "copies_available",
     "substitutes_captures",
 ]
+
+
+REFUSED = (tf.errors.NotFoundError, tf.errors.InvalidArgumentError, tf.errors.UnimplementedError)
+"""What a stored graph's first call raises where the runtime refuses its definition (a function it
+calls not found, an attribute or op this TensorFlow rejects): checked when it is first run, not
+when it is registered. :class:`StoredCall` and the learner's ``StoredStep`` then use the traced
+function, which computes the same; a later call's error is the graph's own and is raised."""
 
 
 class CapturesUnavailable(RuntimeError):
@@ -211,8 +219,9 @@ class StoredCall:
 
     If the stored call fails as a changed private API fails (TensorFlow's ``call_function``
     taking other arguments: a :data:`~experiments.base.private_api.BROKEN` error, raised before
-    anything runs), it warns once and calls ``fallback()`` (a :class:`FlatCall` of the traced
-    function) from then on, a ``captured=`` list carried over variable by variable.
+    anything runs), or its first call as a refused definition fails (:data:`REFUSED`), it warns
+    once and calls ``fallback()`` (a :class:`FlatCall` of the traced function) from then on, a
+    ``captured=`` list carried over variable by variable.
     """
 
     def __init__(self, bound: Any, signature: tuple, *, fallback: Any) -> None:
@@ -220,6 +229,7 @@ class StoredCall:
         self._inputs = _Inputs(signature)
         self._fallback = fallback
         self._traced: FlatCall | None = None
+        self._ran = False
 
     @property
     def captured_inputs(self) -> list[Any]:
@@ -230,8 +240,12 @@ class StoredCall:
         if self._traced is None:
             tensors = self._inputs.flat(args)
             try:
-                return tuple(self._bound(tensors, captured))
-            except BROKEN as err:
+                outputs = tuple(self._bound(tensors, captured))
+                self._ran = True
+                return outputs
+            except (*BROKEN, *REFUSED) as err:
+                if isinstance(err, REFUSED) and self._ran:
+                    raise
                 warn_fallback(
                     "TensorFlow's context.call_function (a stored graph)",
                     "the traced function",

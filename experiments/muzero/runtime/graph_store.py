@@ -30,10 +30,13 @@ variables and constants, without tracing.
   every ``.py`` file of the ``experiments`` package as this process imported it
   (``experiments.SOURCES``, read before any other module of the package, and read again before a
   graph is written: a process whose files changed since it imported them writes nothing, since
-  its graph may be the old code's). A change of any
-  is another key. Code outside the package (a plug-in variant) is not fingerprinted;
-  :func:`experiments.muzero.train.train` stores nothing for it. A source file that cannot be read
-  turns the store off.
+  its graph may be the old code's). A change of any is another key. The identity must name
+  everything the graph's constants come from (values computed while tracing, such as the
+  discount, are written into the definition; the caller's named constants are bound afresh in
+  each process): an agent key does, as an :class:`~experiments.muzero.agents.AgentCache` key
+  must. Code outside the package (a plug-in variant) is not fingerprinted;
+  :func:`experiments.muzero.train.train` stores nothing for it. A source file that cannot be
+  read turns the store off.
 * **Names after it.** TensorFlow names each traced function with a process-wide counter. A graph
   loaded instead of traced advances the counter by what its trace took, so functions traced after
   it get their usual names (and their programs in XLA's cache).
@@ -151,6 +154,8 @@ class StoredGraph:
 
         try:  # before anything is registered: a bad index or variable is a damaged file
             inputs = [*(tf_variable(v).handle for v in variables), *constants]
+            if any(not 0 <= i < len(inputs) for i in self.captures):
+                raise IndexError(f"a capture index outside 0..{len(inputs) - 1}")
             captured = [inputs[i] for i in self.captures]
         except (IndexError, TypeError) as err:
             raise ValueError(f"the stored captures do not fit these variables: {err}") from err
@@ -267,7 +272,10 @@ class GraphStore:
         extra: dict,
     ) -> StoredGraph | None:
         """:meth:`save`'s graph, not written."""
-        inputs = [*(tf_variable(v).handle for v in variables), *constants]
+        try:
+            inputs = [*(tf_variable(v).handle for v in variables), *constants]
+        except TypeError:
+            return None  # a variable without a TensorFlow variable behind it
         index = {id(t): i for i, t in enumerate(inputs)}
         captures = [index.get(id(c)) for c in concrete.captured_inputs]
         if any(i is None for i in captures):
@@ -281,7 +289,8 @@ class GraphStore:
 
     def _write(self, identity: str, stored: StoredGraph) -> bool:
         """Writes ``stored``'s files; False (nothing, or nothing usable, written) where the
-        package's sources are no longer those this process imported, or on an OS error."""
+        package's sources are no longer those this process imported, where its extra values are
+        not JSON, or on an OS error."""
         if _imported_sources() != experiments.SOURCES:
             return False
         key = self.key(identity)
@@ -294,9 +303,13 @@ class GraphStore:
             "identity": identity,
         }
         try:
+            text = json.dumps(meta, indent=1).encode()
+        except (TypeError, ValueError):  # extra values JSON cannot hold: nothing written
+            return False
+        try:
             self.folder.mkdir(parents=True, exist_ok=True)
             _write(self.folder / f"{key}.pb", stored.definition)
-            _write(self.folder / f"{key}.json", json.dumps(meta, indent=1).encode())
+            _write(self.folder / f"{key}.json", text)
         except OSError:
             return False
         return True
