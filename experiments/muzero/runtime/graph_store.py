@@ -236,31 +236,6 @@ class GraphStore:
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
 
-    def save(
-        self,
-        identity: str,
-        concrete: Any,
-        variables: Sequence[Any],
-        *,
-        uids: int,
-        extra: dict,
-        constants: Sequence[tf.Tensor] = (),
-    ) -> StoredGraph | None:
-        """Stores ``concrete``'s definition (renamed ``gradlab_<key>``) for ``identity``.
-
-        Returns:
-          What :meth:`load` will return; None (nothing written) if the function captured
-          anything but ``variables`` and ``constants`` (the tensors the caller computes in every
-          process, e.g. the search's pUCT tables; another variable or constant could not be
-          found in another process), if it calls a function its graph does not hold,
-          if the package's sources changed since this process imported them, or if the files
-          could not be written.
-        """
-        stored = self._stored(identity, concrete, variables, constants, uids=uids, extra=extra)
-        if stored is not None and not self._write(identity, stored):
-            return None
-        return stored
-
     def _stored(
         self,
         identity: str,
@@ -271,7 +246,11 @@ class GraphStore:
         uids: int,
         extra: dict,
     ) -> StoredGraph | None:
-        """:meth:`save`'s graph, not written."""
+        """``concrete``'s definition (renamed ``gradlab_<key>``) for ``identity``, as :meth:`load`
+        will return it once written; None if the function captured anything but ``variables``
+        and ``constants`` (the tensors the caller computes in every process, e.g. the search's
+        pUCT tables; another variable or constant could not be found in another process) or
+        calls a function its graph does not hold."""
         try:
             inputs = [*(tf_variable(v).handle for v in variables), *constants]
         except TypeError:
@@ -324,9 +303,9 @@ class GraphStore:
     ) -> tuple[BoundGraph, dict] | None:
         """A call of the graph for ``identity`` and its extra values: loaded if stored, else
         ``trace()``d (a concrete function) and stored, ``extra()`` read after the trace.
-        ``variables`` and ``constants``: what the function may capture, as :meth:`save` says.
+        ``variables`` and ``constants``: what the function may capture, as :meth:`_stored` says.
 
-        Returns None where the graph cannot be stored (see :meth:`save`; the caller uses its
+        Returns None where the graph cannot be stored (see :meth:`_stored`; the caller uses its
         traced function), where :attr:`fingerprint` is None, or where TensorFlow lacks a private
         call this needs (warned once). Errors of ``trace()`` itself are raised.
         """
