@@ -71,6 +71,15 @@ def pool(
             "without it.",
         ),
     ] = None,
+    arm: Annotated[
+        str | None,
+        typer.Option(
+            "--arm",
+            help="For the folder of a study across tasks: table this arm of its record "
+            "against the baseline as the family is (endpoint, test, margin, per-task Holm), "
+            "exploratory, no *; e.g. the depth-matched control. Default: the registered arm.",
+        ),
+    ] = None,
     fmt: FormatOption = None,
     out: OutOption = None,
 ) -> None:
@@ -98,6 +107,8 @@ def pool(
 
       gradlab pool results/findings/study_cartpole_stress results/findings/study_breakout_stress
       --primary scale_gradient --by-name -o pooled.tex
+
+      gradlab pool results/findings/study_minatar_return --arm depth_loss_scale
     """
     from experiments.protocols.study import pool_folders  # deferred: pandas, SciPy (~2 s)
     from experiments.report.pool import (  # deferred: pandas, SciPy, statsmodels (~2 s)
@@ -111,7 +122,7 @@ def pool(
     endpoint, margin = parse_pool_margin(margin, endpoint)  # one syntax with gradlab table
     pooled = pool_folders(folders, endpoint=endpoint, baseline=baseline, alpha=alpha,
                           primary=primary, by_name=by_name, keep_duplicates=keep_duplicates,
-                          margin=margin)  # fmt: skip
+                          margin=margin, arm=arm)  # fmt: skip
     for note in pooled.notes:
         typer.echo(note, err=True)
     render = render_family if pooled.family else render_across

@@ -180,7 +180,8 @@ def pool(folders: Sequence[str | Path] | str | Path, **options: Any) -> Any:
     of a study across tasks, its registered confirmatory family
     (:class:`experiments.report.pool.family.FamilyTable`); otherwise one endpoint across the
     folders (:class:`experiments.report.pool.table.Across`). Options: ``endpoint``,
-    ``baseline``, ``alpha``, ``primary``, ``by_name``, ``keep_duplicates``, ``margin``, and
+    ``baseline``, ``alpha``, ``primary``, ``by_name``, ``keep_duplicates``, ``margin``, ``arm``
+    (another arm of a study across tasks, tabled as its family, exploratory), and
     ``note`` (called with each line the command prints on stderr).
     """
     from experiments.protocols.study import pool_folders

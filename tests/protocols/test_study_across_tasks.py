@@ -4,8 +4,10 @@ its normalisation; its jobs, its running order and its audit, per task."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from experiments.base.errors import ConfigError
@@ -309,3 +311,111 @@ def test_pool_tables_the_registered_family_from_the_record_alone(across, tmp_pat
     )
     arm = CliRunner().invoke(app, ["pool", str(folder), "--primary", "depth_loss_scale"])
     assert arm.exit_code == 2 and "is not study across_test's registered arm" in arm.output
+
+
+def _scaled_runs(across, tmp_path):
+    """A registered study across tasks with three arms' runs (one depth_loss_scale run
+    diverged), and its values on the normalised scale, by hand."""
+    study = load_study("across_test", across)
+    results = tmp_path / "results"
+    register(study, config_dir=across, results_dir=results, code_root=tmp_path)
+    folder = results / study.ablation
+    finals = {
+        ("catch", "none"): [0.9, 0.95, 1.0], ("catch", "scale_gradient"): [0.7, 0.8, 0.75],
+        ("catch", "depth_loss_scale"): [0.6, 0.9, None],
+        ("cartpole", "none"): [480.0, 470.0], ("cartpole", "scale_gradient"): [400.0, 460.0],
+        ("cartpole", "depth_loss_scale"): [300.0, 450.0],
+    }  # fmt: skip
+    norm = {"catch": (0.95, -0.5998), "cartpole": (480.0, 22.057)}
+    scaled = {}
+    for (task, variant), values in finals.items():
+        ref, rand = norm[task]
+        for seed, value in zip(study.stratum(task).seeds, values, strict=False):
+            _run(folder, task, variant, seed, rand if value is None else value,
+                 diverged=int(value is None))  # fmt: skip
+        # a diverged run counts at R_rand: 0 on the normalised scale
+        scaled[task, variant] = [0.0 if v is None else (v - rand) / (ref - rand) for v in values]
+    return folder, scaled
+
+
+def test_the_family_s_per_task_tests_are_holm_adjusted_as_declared(across, tmp_path):
+    """The record declares the per-task differences exploratory, Holm across the tasks (as
+    Study 6's does): each task's Welch p (scipy) adjusted by Holm by hand, with no *."""
+    from scipy import stats
+
+    from gradlab._api import pool
+
+    folder, scaled = _scaled_runs(across, tmp_path)
+    raw = [stats.ttest_ind(scaled[t, "scale_gradient"], scaled[t, "none"], equal_var=False).pvalue
+           for t in ("catch", "cartpole")]  # fmt: skip
+    low, high = sorted(raw)
+    holm = {low: min(1.0, 2 * low), high: max(min(1.0, 2 * low), high)}  # m = 2
+    table = pool(folder)
+    assert table.p_adj == pytest.approx([holm[p] for p in raw], rel=1e-12)
+    assert 2 * low < 1 and table.p_adj[raw.index(low)] == pytest.approx(2 * low)  # adjusted
+    rows = table.to_markdown().splitlines()[2:4]
+    assert all("*" not in row.split("|")[5] for row in rows)  # per-task p: exploratory, no *
+    assert "Holm-adjusted across the tasks (exploratory)" in table.to_markdown()
+
+
+def test_another_arm_is_tabled_as_the_family_exploratory(across, tmp_path):
+    """``--arm depth_loss_scale``: the control against the baseline, pooled as the family is
+    (mean of the per-task differences, SE from the Welch variances, Satterthwaite's df: all
+    by hand here), with no *, and the caption says why."""
+    from scipy import stats
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    folder, scaled = _scaled_runs(across, tmp_path)
+    diffs, variances, parts = [], [], []
+    for task in ("catch", "cartpole"):
+        a, b = np.array(scaled[task, "depth_loss_scale"]), np.array(scaled[task, "none"])
+        diffs.append(a.mean() - b.mean())
+        va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+        variances.append(va + vb)
+        parts += [va**2 / (len(a) - 1), vb**2 / (len(b) - 1)]
+    estimate = (diffs[0] + diffs[1]) / 2
+    se = math.sqrt(sum(variances)) / 2
+    df = sum(variances) ** 2 / sum(parts)
+    half = stats.t.ppf(0.975, df) * se
+    result = CliRunner().invoke(app, ["pool", str(folder), "--arm", "depth_loss_scale", "-f",
+                                      "json"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    table = json.loads(result.stdout)
+    assert table["arm"] == "depth_loss_scale" and table["confirmatory"] is False
+    assert table["estimate"] == pytest.approx(estimate, rel=1e-12)
+    assert table["se"] == pytest.approx(se, rel=1e-12)
+    assert table["ci"] == pytest.approx([estimate - half, estimate + half], rel=1e-10)
+    assert not any("*" in str(v) for row in table["rows"] for v in row.values())
+    assert "depth_loss_scale is not the registered arm (scale_gradient)" in table["caption"]
+    # the registered arm by name is the registered family
+    same = CliRunner().invoke(app, ["pool", str(folder), "--arm", "scale_gradient", "-f", "json"])
+    plain = CliRunner().invoke(app, ["pool", str(folder), "-f", "json"])
+    assert same.exit_code == 0 and json.loads(same.stdout) == json.loads(plain.stdout)
+
+
+@pytest.mark.parametrize(
+    ("arm", "extra", "message"),
+    [
+        (
+            "none",
+            [],
+            "--arm 'none' is not an arm of study across_test other than its baseline; "
+            "valid: depth_loss_scale, scale_gradient",
+        ),
+        ("clipnorm", [], "--arm 'clipnorm' is not an arm of study across_test"),
+        ("depth_loss_scale", ["-e", "final_return"], "--arm depth_loss_scale tables another arm"),
+    ],
+)
+def test_a_bad_arm_is_one_line_and_writes_nothing(across, tmp_path, arm, extra, message):
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    folder, _ = _scaled_runs(across, tmp_path)
+    out = tmp_path / "pooled.md"
+    result = CliRunner().invoke(app, ["pool", str(folder), "--arm", arm, *extra, "-o", str(out)])
+    assert result.exit_code == 2 and message in result.output
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+    assert not out.exists()

@@ -92,6 +92,7 @@ class DeclaredFamily:
       pooled: the pooled contrasts, each ``{arm, endpoint, test, alpha, margin?, ...}``.
       per_task: ``exploratory`` or ``holm``.
       normalisation: task -> ``(r_ref, r_rand)``.
+      arms: every arm's variant, the baseline's included, in the record's order.
     """
 
     study: str
@@ -100,6 +101,7 @@ class DeclaredFamily:
     pooled: tuple[dict, ...]
     per_task: str
     normalisation: dict[str, tuple[float, float]]
+    arms: tuple[str, ...] = ()
 
 
 def declared_family(folder: str | Path) -> DeclaredFamily | None:
@@ -116,6 +118,7 @@ def declared_family(folder: str | Path) -> DeclaredFamily | None:
             pooled=tuple(dict(p) for p in design["family"]["pooled"]),
             per_task=str(design["family"].get("per_task", "exploratory")),
             normalisation=_normalisation(design, folder) or {},
+            arms=tuple(str(a["variant"]) for a in design.get("arms", ())),
         )
     except (KeyError, TypeError, ValueError):
         raise ConfigError(f"corrupt pre-registration record in {str(folder)!r}") from None

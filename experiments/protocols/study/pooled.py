@@ -124,14 +124,23 @@ def holm_over_strata(table: Any) -> str | None:
 
 
 def family_table(
-    folder: str | Path, *, primary: str | None = None, margin: float | None = None
+    folder: str | Path,
+    *,
+    primary: str | None = None,
+    margin: float | None = None,
+    arm: str | None = None,
 ) -> tuple[Any, str | None]:
     """The registered confirmatory family of a study across tasks' folder, read from its record
     alone, and the note saying why nothing is confirmatory (its audit fails or it is
     incomplete; None when it passes).
 
+    ``arm``: another of the record's arms tabled the same way against the baseline (same
+    endpoint, test, margin and per-task Holm), exploratory: no ``*``, and the caption says why
+    (e.g. Study 6's depth-matched control, declared as an exploratory pooled difference).
+
     Raises:
-      ConfigError: the folder is no study across tasks', or a disagreeing margin or arm.
+      ConfigError: the folder is no study across tasks', a disagreeing margin or primary, or an
+        ``arm`` the record does not hold (or its baseline).
     """
     folder = Path(folder)
     family = declared_family(folder)
@@ -150,11 +159,24 @@ def family_table(
             f"({contrast['arm']}); its family is read from its record"
         )
     why = audit_note(folder)
+    registered_arm = str(contrast["arm"])
+    if arm is not None and arm != registered_arm:
+        others = [a for a in family.arms if a != family.baseline]
+        if arm not in others:
+            raise ConfigError(
+                f"--arm {arm!r} is not an arm of study {family.study} other than its baseline; "
+                f"valid: {', '.join(others)}"
+            )
+        why = (
+            f"{arm} is not the registered arm ({registered_arm}): an exploratory contrast, "
+            "tabled as the family is"
+        )
+        registered_arm = arm
     frame = load_results(folder).runs
     if contrast["endpoint"] == "normalised_return":
         frame = add_normalised(frame, family.normalisation)
     spec = FamilySpec(
-        study=family.study, arm=str(contrast["arm"]), baseline=family.baseline,
+        study=family.study, arm=registered_arm, baseline=family.baseline,
         endpoint=str(contrast["endpoint"]), alpha=float(contrast["alpha"]), margin=registered,
         per_task=family.per_task, confirmatory=why is None, why_not=why,
         normalisation=family.normalisation,
@@ -172,13 +194,15 @@ def pool_folders(
     by_name: bool = False,
     keep_duplicates: str | None = None,
     margin: float | None = None,
+    arm: str | None = None,
 ) -> Pooled:
     """The pooled table of ``folders`` (module docstring).
 
     Args:
       folders: results folders, one per stratum (a study across tasks: its one folder).
       endpoint: the pooled endpoint; None: the family's for a study across tasks, else ``failed``.
-      baseline, alpha, primary, by_name, keep_duplicates, margin: as ``gradlab pool``'s options.
+      baseline, alpha, primary, by_name, keep_duplicates, margin, arm: as ``gradlab pool``'s
+        options (``arm``: only for a study across tasks' folder, :func:`family_table`).
 
     Raises:
       ConfigError: bad input, one line (an unknown endpoint or arm, a disagreeing margin, ...).
@@ -186,8 +210,13 @@ def pool_folders(
     paths = [Path(f) for f in folders]
     family = declared_family(paths[0]) if len(paths) == 1 else None
     if family is not None and endpoint in (None, family.pooled[0]["endpoint"]):
-        table, why = family_table(paths[0], primary=primary, margin=margin)
+        table, why = family_table(paths[0], primary=primary, margin=margin, arm=arm)
         return Pooled(table, True, (f"note: {why}",) if why else ())
+    if arm is not None:
+        raise ConfigError(
+            f"--arm {arm} tables another arm of a study across tasks' family, on its endpoint; "
+            "these folders hold no such family (or another endpoint was asked): use --primary"
+        )
     endpoint = endpoint or "failed"
     margin = registered_margin(paths, endpoint, margin)
     regs = registrations(paths, endpoint=endpoint, baseline=baseline, alpha=alpha)
