@@ -3,11 +3,13 @@ its normalisation; its jobs, its running order and its audit, per task."""
 
 from __future__ import annotations
 
+import io
 import json
 import math
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from experiments.base.errors import ConfigError
@@ -419,3 +421,27 @@ def test_a_bad_arm_is_one_line_and_writes_nothing(across, tmp_path, arm, extra, 
     assert result.exit_code == 2 and message in result.output
     assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
     assert not out.exists()
+
+
+def test_an_exploratory_endpoint_pools_the_one_folder_by_task(across, tmp_path):
+    """``gradlab pool STUDY_DIR -e final_return`` (Study 6's declared exploratory endpoints):
+    the one folder's tasks are its strata, each arm's mean per task, van Elteren pooled."""
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    folder, _ = _scaled_runs(across, tmp_path)
+    result = CliRunner().invoke(app, ["pool", str(folder), "-e", "final_return", "-f", "csv"])
+    assert result.exit_code == 0, result.output
+    rows = pd.read_csv(io.StringIO(result.stdout))
+    cells = rows[rows.stratum != "pooled"].set_index(["variant", "task"]).value
+    # the means by hand; depth_loss_scale's diverged catch run at catch's R_rand, -0.5998
+    want = {("none", "catch"): 0.95, ("none", "cartpole"): 475.0,
+            ("scale_gradient", "catch"): 0.75, ("scale_gradient", "cartpole"): 430.0,
+            ("depth_loss_scale", "catch"): (0.6 + 0.9 - 0.5998) / 3,
+            ("depth_loss_scale", "cartpole"): 375.0}  # fmt: skip
+    assert {k: cells[k] for k in want} == pytest.approx(want, rel=1e-12)
+    pooled = rows[rows.stratum == "pooled"].set_index("variant")
+    assert set(pooled.test) == {"van_elteren"}
+    # every scale_gradient run is below every baseline run of its task: P(> base) = 0
+    assert pooled.loc["scale_gradient", "superiority"] == 0.0
