@@ -48,7 +48,8 @@ def pool(
             "--primary",
             help="The arm whose pooled contrast was declared before the runs: tested alone "
             "(m = 1), marked *; Holm over the others. A note on stderr names each study "
-            "folder that registered another arm or endpoint.",
+            "folder that registered another arm or endpoint. A study across tasks' folder: only "
+            "its registered arm, on its family's endpoint.",
         ),
     ] = None,
     by_name: Annotated[

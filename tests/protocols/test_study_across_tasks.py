@@ -315,9 +315,11 @@ def test_pool_tables_the_registered_family_from_the_record_alone(across, tmp_pat
     assert arm.exit_code == 2 and "is not study across_test's registered arm" in arm.output
 
 
-def _scaled_runs(across, tmp_path):
+def _scaled_runs(across, tmp_path, per_task="exploratory"):
     """A registered study across tasks with three arms' runs (one depth_loss_scale run
     diverged), and its values on the normalised scale, by hand."""
+    if per_task != "exploratory":
+        _edited(across, "per_task: exploratory", f"per_task: {per_task}")
     study = load_study("across_test", across)
     results = tmp_path / "results"
     register(study, config_dir=across, results_dir=results, code_root=tmp_path)
@@ -333,11 +335,17 @@ def _scaled_runs(across, tmp_path):
     for (task, variant), values in finals.items():
         ref, rand = norm[task]
         for seed, value in zip(study.stratum(task).seeds, values, strict=False):
-            _run(folder, task, variant, seed, rand if value is None else value,
+            # the diverged run's summary says 0.5; the table must count it at R_rand
+            _run(folder, task, variant, seed, 0.5 if value is None else value,
                  diverged=int(value is None))  # fmt: skip
         # a diverged run counts at R_rand: 0 on the normalised scale
         scaled[task, variant] = [0.0 if v is None else (v - rand) / (ref - rand) for v in values]
     return folder, scaled
+
+
+def _stars(table: dict) -> dict[str, list[str]]:
+    """Each row's cells that carry a *, by column."""
+    return {row["row"]: [k for k, v in row.items() if "*" in str(v)] for row in table["rows"]}
 
 
 def test_the_family_s_per_task_tests_are_holm_adjusted_as_declared(across, tmp_path):
@@ -355,19 +363,46 @@ def test_the_family_s_per_task_tests_are_holm_adjusted_as_declared(across, tmp_p
     table = pool(folder)
     assert table.p_adj == pytest.approx([holm[p] for p in raw], rel=1e-12)
     assert 2 * low < 1 and table.p_adj[raw.index(low)] == pytest.approx(2 * low)  # adjusted
-    rows = table.to_markdown().splitlines()[2:4]
-    assert all("*" not in row.split("|")[5] for row in rows)  # per-task p: exploratory, no *
     assert "Holm-adjusted across the tasks (exploratory)" in table.to_markdown()
+
+
+@pytest.mark.parametrize("per_task", ["exploratory", "holm"])
+def test_stars_mark_exactly_the_registered_contrasts(across, tmp_path, monkeypatch, per_task):
+    """With the audit passing: * on the pooled p and TOST p, on the per-task p only where the
+    record declares them confirmatory (``per_task: holm``); none at all for another arm, whose
+    caption then says its per-task tests are exploratory."""
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    folder, _ = _scaled_runs(across, tmp_path, per_task)
+    monkeypatch.setattr("experiments.protocols.study.pooled.audit_note", lambda folder: None)
+    plain = json.loads(CliRunner().invoke(app, ["pool", str(folder), "-f", "json"]).stdout)
+    pooled = "pooled (2 tasks, equal weights)"
+    per_task = ["p"] if per_task == "holm" else []
+    assert plain["confirmatory"] is True
+    assert _stars(plain) == {"catch": per_task, "cartpole": per_task, pooled: ["p", "TOST p"]}
+    other = CliRunner().invoke(app, ["pool", str(folder), "--arm", "depth_loss_scale", "-f",
+                                     "json"])  # fmt: skip
+    other = json.loads(other.stdout)
+    assert other["confirmatory"] is False
+    assert _stars(other) == {"catch": [], "cartpole": [], pooled: []}
+    assert "across the tasks (exploratory)" in other["caption"]
+    assert (
+        "Nothing is confirmatory here: depth_loss_scale is not the registered arm"
+        in (other["caption"])
+    )
 
 
 def test_another_arm_is_tabled_as_the_family_exploratory(across, tmp_path):
     """``--arm depth_loss_scale``: the control against the baseline, pooled as the family is
     (mean of the per-task differences, SE from the Welch variances, Satterthwaite's df: all
-    by hand here), with no *, and the caption says why."""
+    by hand here), with no *, and the caption says why, with the failing audit's note too."""
     from scipy import stats
     from typer.testing import CliRunner
 
     from cli.main import app
+    from experiments.protocols.study.analysis import audit_note
 
     folder, scaled = _scaled_runs(across, tmp_path)
     diffs, variances, parts = [], [], []
@@ -389,8 +424,10 @@ def test_another_arm_is_tabled_as_the_family_exploratory(across, tmp_path):
     assert table["estimate"] == pytest.approx(estimate, rel=1e-12)
     assert table["se"] == pytest.approx(se, rel=1e-12)
     assert table["ci"] == pytest.approx([estimate - half, estimate + half], rel=1e-10)
-    assert not any("*" in str(v) for row in table["rows"] for v in row.values())
     assert "depth_loss_scale is not the registered arm (scale_gradient)" in table["caption"]
+    # these synthetic runs fail the audit (no identity): its note is kept beside the arm's
+    failing = audit_note(folder)
+    assert failing and failing in table["caption"]
     # the registered arm by name is the registered family
     same = CliRunner().invoke(app, ["pool", str(folder), "--arm", "scale_gradient", "-f", "json"])
     plain = CliRunner().invoke(app, ["pool", str(folder), "-f", "json"])
@@ -398,29 +435,47 @@ def test_another_arm_is_tabled_as_the_family_exploratory(across, tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("arm", "extra", "message"),
+    ("options", "message"),
     [
-        (
-            "none",
-            [],
-            "--arm 'none' is not an arm of study across_test other than its baseline; "
-            "valid: depth_loss_scale, scale_gradient",
-        ),
-        ("clipnorm", [], "--arm 'clipnorm' is not an arm of study across_test"),
-        ("depth_loss_scale", ["-e", "final_return"], "--arm depth_loss_scale tables another arm"),
+        (["--arm", "none"], "--arm none is not an arm of study across_test other than its "
+                            "baseline; valid: depth_loss_scale, scale_gradient"),
+        (["--arm", "clipnorm"], "--arm clipnorm is not an arm of study across_test"),
+        (["--arm", "depth_loss_scale", "-e", "final_return"],
+         "--arm depth_loss_scale applies only to study across_test's family endpoint "
+         "(normalised_return); on final_return every arm is tabled without it"),
+        (["--primary", "scale_gradient", "-e", "failed"],
+         "--primary scale_gradient applies only to study across_test's family endpoint"),
+        (["--primary", "depth_loss_scale"],
+         "--primary depth_loss_scale is not study across_test's registered arm (scale_gradient);"
+         " its family is read from its record; --arm depth_loss_scale tables it, exploratory"),
+        (["--primary", "scale_gradient", "--arm", "depth_loss_scale"],
+         "--primary scale_gradient and --arm depth_loss_scale disagree"),
     ],
-)
-def test_a_bad_arm_is_one_line_and_writes_nothing(across, tmp_path, arm, extra, message):
+)  # fmt: skip
+def test_a_bad_arm_is_one_line_and_writes_nothing(across, tmp_path, options, message):
     from typer.testing import CliRunner
 
     from cli.main import app
 
     folder, _ = _scaled_runs(across, tmp_path)
     out = tmp_path / "pooled.md"
-    result = CliRunner().invoke(app, ["pool", str(folder), "--arm", arm, *extra, "-o", str(out)])
+    result = CliRunner().invoke(app, ["pool", str(folder), *options, "-o", str(out)])
     assert result.exit_code == 2 and message in result.output
     assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
     assert not out.exists()
+
+
+def test_an_arm_needs_a_study_across_tasks(tmp_path):
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    folder = Path(__file__).resolve().parents[2] / "results" / "findings" / "study_catch_stress"
+    result = CliRunner().invoke(app, ["pool", str(folder), "--arm", "scale_gradient"])
+    assert result.exit_code == 2
+    assert "--arm scale_gradient applies only to the one folder of a study across tasks" in (
+        result.output
+    )
 
 
 def test_an_exploratory_endpoint_pools_the_one_folder_by_task(across, tmp_path):

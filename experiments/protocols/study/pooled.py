@@ -2,8 +2,10 @@
 call, so the command line and a notebook give one table and one set of stars.
 
 * the folder of a study across tasks: its registered confirmatory family, read from its record
-  alone (:func:`family_table`; ``*`` only while its audit passes; a margin or arm that disagrees
-  with the record is refused);
+  alone (:func:`family_table`; ``*`` only while its audit passes; a margin or primary that
+  disagrees with the record is refused), or another of its arms tabled the same way,
+  exploratory (``arm``); on another endpoint, every arm across its tasks, exploratory (no
+  ``--primary``: the record declares only its family);
 * other folders: one endpoint across them (:func:`~experiments.report.pool.across.across_table`)
   with each folder's registration (:func:`registrations`), the margin the pooled studies
   registered applied without a flag (:func:`registered_margin`), no pooled ``*`` while a pooled
@@ -51,7 +53,8 @@ class Pooled:
     Attributes:
       table: a :class:`~experiments.report.pool.family.FamilyTable` (``family``) or an
         :class:`~experiments.report.pool.table.Across`.
-      family: whether it is a study across tasks' registered family.
+      family: whether it is a study across tasks' family table (its registered arm's, or
+        another arm's tabled the same way).
       notes: lines for stderr, in order.
     """
 
@@ -153,32 +156,38 @@ def family_table(
             f"--margin {margin:g} disagrees with study {family.study}'s registered margin "
             f"{registered}; leave --margin out to apply the registered one"
         )
-    if primary is not None and primary != contrast["arm"]:
+    registered_arm = str(contrast["arm"])
+    others = [a for a in family.arms if a != family.baseline]
+    if primary is not None and primary != registered_arm:
+        hint = f"; --arm {primary} tables it, exploratory" if primary in others else ""
         raise ConfigError(
             f"--primary {primary} is not study {family.study}'s registered arm "
-            f"({contrast['arm']}); its family is read from its record"
+            f"({registered_arm}); its family is read from its record{hint}"
+        )
+    if primary is not None and arm is not None and arm != primary:
+        raise ConfigError(
+            f"--primary {primary} and --arm {arm} disagree: --primary names the registered arm, "
+            "--arm another one, tabled exploratory; give one"
         )
     why = audit_note(folder)
-    registered_arm = str(contrast["arm"])
+    per_task = family.per_task
     if arm is not None and arm != registered_arm:
-        others = [a for a in family.arms if a != family.baseline]
         if arm not in others:
             raise ConfigError(
-                f"--arm {arm!r} is not an arm of study {family.study} other than its baseline; "
+                f"--arm {arm} is not an arm of study {family.study} other than its baseline; "
                 f"valid: {', '.join(others)}"
             )
-        why = (
-            f"{arm} is not the registered arm ({registered_arm}): an exploratory contrast, "
-            "tabled as the family is"
-        )
-        registered_arm = arm
+        mine = (f"{arm} is not the registered arm ({registered_arm}): an exploratory contrast, "
+                "tabled as the family is")  # fmt: skip
+        why = mine if why is None else f"{mine}; and {why}"
+        registered_arm, per_task = arm, "exploratory"  # no per-task test of it is confirmatory
     frame = load_results(folder).runs
     if contrast["endpoint"] == "normalised_return":
         frame = add_normalised(frame, family.normalisation)
     spec = FamilySpec(
         study=family.study, arm=registered_arm, baseline=family.baseline,
         endpoint=str(contrast["endpoint"]), alpha=float(contrast["alpha"]), margin=registered,
-        per_task=family.per_task, confirmatory=why is None, why_not=why,
+        per_task=per_task, confirmatory=why is None, why_not=why,
         normalisation=family.normalisation,
     )  # fmt: skip
     return _family_table(frame, spec, family.tasks), why
@@ -212,10 +221,17 @@ def pool_folders(
     if family is not None and endpoint in (None, family.pooled[0]["endpoint"]):
         table, why = family_table(paths[0], primary=primary, margin=margin, arm=arm)
         return Pooled(table, True, (f"note: {why}",) if why else ())
+    if family is not None and (arm is not None or primary is not None):
+        flag = f"--arm {arm}" if arm is not None else f"--primary {primary}"
+        raise ConfigError(
+            f"{flag} applies only to study {family.study}'s family endpoint "
+            f"({family.pooled[0]['endpoint']}); on {endpoint} every arm is tabled without it "
+            "(exploratory, Holm over the arms)"
+        )
     if arm is not None:
         raise ConfigError(
-            f"--arm {arm} tables another arm of a study across tasks' family, on its endpoint; "
-            "these folders hold no such family (or another endpoint was asked): use --primary"
+            f"--arm {arm} applies only to the one folder of a study across tasks; these folders "
+            "hold none (every arm is tabled without it)"
         )
     endpoint = endpoint or "failed"
     margin = registered_margin(paths, endpoint, margin)
