@@ -268,28 +268,10 @@ def test_pool_tables_the_registered_family_from_the_record_alone(across, tmp_pat
     from cli.main import app
     from experiments.report.statistics.welch_pooled import welch_pooled
 
-    study = load_study("across_test", across)
-    results = tmp_path / "results"
-    register(study, config_dir=across, results_dir=results, code_root=tmp_path)
-    folder = results / study.ablation
-    finals = {
-        ("catch", "none"): [0.9, 0.95, 1.0], ("catch", "scale_gradient"): [0.7, 0.8, 0.75],
-        ("cartpole", "none"): [480.0, 470.0], ("cartpole", "scale_gradient"): [400.0, 460.0],
-    }  # fmt: skip
-    for (task, variant), values in finals.items():
-        seeds = study.stratum(task).seeds
-        for seed, value in zip(seeds, values, strict=False):
-            _run(folder, task, variant, seed, value)
-    _run(folder, "catch", "depth_loss_scale", 9000, 0.0, diverged=1)
-    # the normalised values by hand: (R - r_rand) / (r_ref - r_rand)
-    norm = {"catch": (0.95, -0.5998), "cartpole": (480.0, 22.057)}
-
-    def scaled(task, variant):
-        ref, rand = norm[task]
-        return [(v - rand) / (ref - rand) for v in finals[task, variant]]
-
+    # the normalised values by hand: _scaled_runs
+    folder, scaled = _scaled_runs(across, tmp_path)
     want = welch_pooled(
-        [(scaled(t, "scale_gradient"), scaled(t, "none")) for t in ("catch", "cartpole")],
+        [(scaled[t, "scale_gradient"], scaled[t, "none"]) for t in ("catch", "cartpole")],
         margin=0.05,
     )
     # the * follows the folder's audit, whatever it finds (these synthetic runs carry no
